@@ -1,0 +1,32 @@
+"""One exception hierarchy for hik_sim.
+
+Every error a user can cause is a :class:`HikError`, so ``except HikError`` catches all of them,
+and every message says what was wrong and what would have been valid.
+"""
+
+from __future__ import annotations
+
+__all__ = ["HikError", "UnknownRobotError", "UrdfError", "ChainError", "MeshError"]
+
+
+class HikError(Exception):
+    """Base class of every error hik_sim raises on bad input."""
+
+
+class UnknownRobotError(HikError, KeyError):
+    """A robot name that is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UrdfError(HikError):
+    """A URDF that cannot be read: missing file, not XML, or not a valid robot description."""
+
+
+class ChainError(HikError):
+    """A base/end-effector pair that does not define a usable kinematic chain."""
+
+
+class MeshError(HikError):
+    """A mesh that a URDF names but that cannot be found or converted."""

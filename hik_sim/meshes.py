@@ -1,0 +1,117 @@
+"""Making a URDF's meshes readable by MuJoCo, cached outside the repository.
+
+MuJoCo reads binary STL and OBJ, but not COLLADA (DAE) and not always ASCII STL, and it names mesh
+assets by file stem (so ``a/link.stl`` and ``b/link.stl`` collide). :func:`mujoco_mesh` turns any
+mesh file into a uniquely named binary STL in the cache (COLLADA through trimesh + pycollada,
+keeping the mesh's own colour for the geom) and links files MuJoCo reads as they are.
+
+The cache is ``$HIK_SIM_CACHE`` or ``$XDG_CACHE_HOME/hik_sim`` (default ``~/.cache/hik_sim``);
+entries are keyed by the source file's path, size and modification time, so they refresh when the
+source changes. Conversion happens once per file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from hik_sim.errors import MeshError
+
+__all__ = ["MujocoMesh", "cache_dir", "mujoco_mesh"]
+
+_NATIVE = (".stl", ".obj", ".msh")
+
+
+@dataclass(frozen=True)
+class MujocoMesh:
+    """A mesh file MuJoCo can read.
+
+    Attributes:
+        path: the file (in the cache).
+        rgba: the colour the source file gives the mesh, or ``None`` when it gives none.
+    """
+
+    path: Path
+    rgba: tuple[float, float, float, float] | None
+
+
+def cache_dir() -> Path:
+    """The folder converted meshes live in (created on first use)."""
+    root = os.environ.get("HIK_SIM_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hik_sim"
+    path = Path(root) / "meshes"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _is_binary_stl(path: Path) -> bool:
+    size = path.stat().st_size
+    if size < 84:
+        return False
+    with path.open("rb") as f:
+        f.seek(80)
+        (count,) = struct.unpack("<I", f.read(4))
+    return size == 84 + 50 * count
+
+
+def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | None:
+    try:
+        import trimesh
+    except ImportError:
+        raise MeshError(f"converting {source.name} needs trimesh and pycollada: pip install trimesh pycollada") from None
+    try:
+        loaded = trimesh.load(str(source), force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many kinds; all mean "cannot read this mesh"
+        raise MeshError(f"cannot read mesh {source}: {exc}") from None
+    if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
+        raise MeshError(f"mesh {source} holds no triangles")
+    rgba = None
+    try:
+        colors = loaded.visual.to_color().vertex_colors
+        if len(colors):
+            mean = colors.reshape(-1, 4).mean(axis=0) / 255.0
+            rgba = tuple(round(float(c), 3) for c in mean)
+    except Exception:  # a mesh without usable colour information keeps the URDF's colour
+        rgba = None
+    tmp = target.with_suffix(".tmp")
+    loaded.export(str(tmp), file_type="stl")
+    tmp.replace(target)
+    return rgba
+
+
+def mujoco_mesh(source: Path) -> MujocoMesh:
+    """A MuJoCo-readable, uniquely named version of ``source`` (converted once, then cached).
+
+    Args:
+        source: an existing mesh file (STL, OBJ, MSH, DAE, or anything trimesh reads).
+
+    Returns:
+        The cached file and the colour the source gives, if any.
+
+    Raises:
+        MeshError: the file cannot be read or converted.
+    """
+    source = source.resolve()
+    stat = source.stat()
+    key = hashlib.sha1(f"{source}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    folder = cache_dir()
+    suffix = source.suffix.lower()
+    if suffix in _NATIVE and (suffix != ".stl" or _is_binary_stl(source)):
+        target = folder / f"{source.stem}-{key}{suffix}"
+        if not target.exists():
+            try:
+                target.symlink_to(source)
+            except OSError:  # no symlinks here: copy instead
+                target.write_bytes(source.read_bytes())
+        return MujocoMesh(target, None)
+    target = folder / f"{source.stem}-{key}.stl"
+    meta = target.with_suffix(".json")
+    if target.exists() and meta.exists():
+        rgba = json.loads(meta.read_text())["rgba"]
+        return MujocoMesh(target, tuple(rgba) if rgba else None)
+    rgba = _convert(source, target)
+    meta.write_text(json.dumps({"source": str(source), "rgba": rgba}))
+    return MujocoMesh(target, rgba)

@@ -1,0 +1,332 @@
+"""Reading and validating URDF files: the one place where URDF XML is parsed.
+
+A :class:`UrdfModel` is the robot's kinematic tree (links, joints with their fixed origins, axes
+and limits) plus the mesh references it makes. Everything that could make a later stage fail deep
+inside a library (MuJoCo, pytorch-kinematics) is checked here and reported as a
+:class:`~hik_sim.errors.UrdfError`, :class:`~hik_sim.errors.ChainError` or
+:class:`~hik_sim.errors.MeshError` whose message names what is wrong and what is valid.
+
+Mesh URIs are resolved the way ROS does, without ROS: ``package://PKG/rest`` looks for a folder
+named ``PKG`` among the URDF's ancestor folders (and their children), then in ``ROS_PACKAGE_PATH``;
+``file://`` and plain paths are taken relative to the URDF's folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hik_sim.errors import ChainError, MeshError, UrdfError
+
+__all__ = ["UrdfJoint", "UrdfModel", "load_urdf", "resolve_mesh_uri", "MOVABLE_JOINT_TYPES"]
+
+JointType = Literal["revolute", "continuous", "prismatic", "fixed", "floating", "planar"]
+JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+MOVABLE_JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic")
+
+
+@dataclass(frozen=True)
+class UrdfJoint:
+    """One URDF joint.
+
+    Attributes:
+        name: joint name.
+        type: URDF joint type.
+        parent: parent link name.
+        child: child link name.
+        xyz: origin translation parent→joint frame [m].
+        rpy: origin rotation as fixed-axis roll, pitch, yaw [rad].
+        axis: unit axis in the joint frame (``(1, 0, 0)`` when the URDF gives none).
+        lower: lower limit [rad or m]; ``None`` when the URDF gives none.
+        upper: upper limit [rad or m]; ``None`` when the URDF gives none.
+        mimic: name of the joint this one mimics, or ``None``.
+    """
+
+    name: str
+    type: JointType
+    parent: str
+    child: str
+    xyz: tuple[float, float, float]
+    rpy: tuple[float, float, float]
+    axis: tuple[float, float, float]
+    lower: float | None
+    upper: float | None
+    mimic: str | None = None
+
+    @property
+    def movable(self) -> bool:
+        """Whether the joint has one degree of freedom (revolute, continuous, prismatic)."""
+        return self.type in MOVABLE_JOINT_TYPES
+
+
+@dataclass(frozen=True)
+class UrdfModel:
+    """A parsed, validated URDF: a tree of links connected by joints.
+
+    Attributes:
+        path: the URDF file.
+        name: the robot's name.
+        links: link names in file order.
+        joints: joints in file order.
+        root: the one link that is no joint's child.
+        mesh_uris: every mesh filename the URDF names, as written.
+    """
+
+    path: Path
+    name: str
+    links: tuple[str, ...]
+    joints: tuple[UrdfJoint, ...]
+    root: str
+    mesh_uris: tuple[str, ...]
+
+    def joint(self, name: str) -> UrdfJoint:
+        """The joint called ``name``.
+
+        Raises:
+            UrdfError: no joint has that name.
+        """
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise UrdfError(f"{self.path}: no joint named {name!r}; joints are: {', '.join(j.name for j in self.joints)}")
+
+    def path_to_root(self, link: str) -> tuple[UrdfJoint, ...]:
+        """Joints from the root down to ``link``, root first."""
+        by_child = {j.child: j for j in self.joints}
+        out: list[UrdfJoint] = []
+        while link in by_child:
+            joint = by_child[link]
+            out.append(joint)
+            link = joint.parent
+        return tuple(reversed(out))
+
+    def chain(self, base_link: str, ee_link: str) -> tuple[UrdfJoint, ...]:
+        """Joints (fixed ones included) from ``base_link`` down to ``ee_link``, base first.
+
+        Raises:
+            ChainError: a link is unknown, the base is not an ancestor of the end-effector, the
+                chain has no movable joint, or holds a joint type that IK cannot drive.
+        """
+        for role, link in (("base link", base_link), ("end-effector link", ee_link)):
+            if link not in self.links:
+                raise ChainError(
+                    f"{role} {link!r} is not a link of {self.path.name}; links are: {', '.join(self.links)}"
+                )
+        to_ee = self.path_to_root(ee_link)
+        ancestors = [self.root] + [j.child for j in to_ee]
+        if base_link not in ancestors:
+            raise ChainError(
+                f"base link {base_link!r} is not an ancestor of end-effector link {ee_link!r} in "
+                f"{self.path.name}; valid bases for that end-effector are: {', '.join(ancestors[:-1])}"
+            )
+        start = ancestors.index(base_link)
+        joints = to_ee[start:]
+        for joint in joints:
+            if joint.type in ("floating", "planar"):
+                raise ChainError(
+                    f"joint {joint.name!r} between {base_link!r} and {ee_link!r} is {joint.type}; a chain "
+                    f"may hold only {', '.join(MOVABLE_JOINT_TYPES)} and fixed joints"
+                )
+            if joint.mimic is not None and joint.movable:
+                raise ChainError(
+                    f"joint {joint.name!r} between {base_link!r} and {ee_link!r} mimics {joint.mimic!r}; "
+                    "mimic joints inside the IK chain are not supported"
+                )
+        if not any(j.movable for j in joints):
+            raise ChainError(
+                f"no movable joint between {base_link!r} and {ee_link!r} in {self.path.name}: "
+                "the chain must hold at least one revolute, continuous or prismatic joint"
+            )
+        return joints
+
+
+def _floats(text: str | None, count: int, what: str, path: Path, default: tuple[float, ...]) -> tuple[float, ...]:
+    if text is None:
+        return default
+    parts = text.split()
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise UrdfError(f"{path}: {what} must be {count} numbers, got {text!r}") from None
+    if len(values) != count or not all(math.isfinite(v) for v in values):
+        raise UrdfError(f"{path}: {what} must be {count} finite numbers, got {text!r}")
+    return values
+
+
+def _limit(element: ET.Element | None, attr: str, what: str, path: Path) -> float | None:
+    if element is None or element.get(attr) is None:
+        return None
+    return _floats(element.get(attr), 1, what, path, (0.0,))[0]
+
+
+def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
+    name = element.get("name")
+    if not name:
+        raise UrdfError(f"{path}: a <joint> has no name attribute")
+    jtype = element.get("type")
+    if jtype not in JOINT_TYPES:
+        raise UrdfError(f"{path}: joint {name!r} has type {jtype!r}; valid types are: {', '.join(JOINT_TYPES)}")
+    ends = {}
+    for tag in ("parent", "child"):
+        sub = element.find(tag)
+        if sub is None or not sub.get("link"):
+            raise UrdfError(f"{path}: joint {name!r} has no <{tag} link=...>; every joint names a parent and a child")
+        ends[tag] = sub.get("link")
+    origin = element.find("origin")
+    xyz = _floats(origin.get("xyz") if origin is not None else None, 3, f"joint {name!r} origin xyz", path, (0.0,) * 3)
+    rpy = _floats(origin.get("rpy") if origin is not None else None, 3, f"joint {name!r} origin rpy", path, (0.0,) * 3)
+    axis_el = element.find("axis")
+    axis = _floats(axis_el.get("xyz") if axis_el is not None else None, 3, f"joint {name!r} axis", path, (1.0, 0.0, 0.0))
+    norm = math.sqrt(sum(a * a for a in axis))
+    if jtype in MOVABLE_JOINT_TYPES and norm < 1e-9:
+        raise UrdfError(f"{path}: joint {name!r} has a zero axis {axis}; the axis must be a non-zero vector")
+    if norm >= 1e-9:
+        axis = tuple(a / norm for a in axis)
+    limit = element.find("limit")
+    lower = _limit(limit, "lower", f"joint {name!r} lower limit", path)
+    upper = _limit(limit, "upper", f"joint {name!r} upper limit", path)
+    if jtype in ("revolute", "prismatic"):
+        if limit is None:
+            raise UrdfError(
+                f"{path}: {jtype} joint {name!r} has no <limit>; revolute and prismatic joints need "
+                "<limit lower=... upper=...> (use type='continuous' for an unlimited revolute joint)"
+            )
+        lower = 0.0 if lower is None else lower  # URDF defaults
+        upper = 0.0 if upper is None else upper
+        if lower > upper:
+            raise UrdfError(f"{path}: joint {name!r} has lower limit {lower} above upper limit {upper}")
+    mimic_el = element.find("mimic")
+    mimic = mimic_el.get("joint") if mimic_el is not None else None
+    return UrdfJoint(name, jtype, ends["parent"], ends["child"], xyz, rpy, axis, lower, upper, mimic)  # type: ignore[arg-type]
+
+
+def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
+    """Read and validate a URDF file.
+
+    Args:
+        path: the ``.urdf`` file.
+
+    Returns:
+        The validated model.
+
+    Raises:
+        UrdfError: the file is missing, not XML, not a ``<robot>``, or its tree is broken
+            (duplicate names, unknown links, a link with two parents, a cycle, links not connected
+            to the root, no links).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise UrdfError(f"URDF file not found: {path} (give the path to an existing .urdf file)")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise UrdfError(f"{path} is not valid XML ({exc}); a URDF is an XML file whose root element is <robot>") from None
+    if root.tag != "robot":
+        raise UrdfError(f"{path}: the root element is <{root.tag}>, a URDF's root element must be <robot>")
+    links: list[str] = []
+    for link in root.findall("link"):
+        name = link.get("name")
+        if not name:
+            raise UrdfError(f"{path}: a <link> has no name attribute")
+        if name in links:
+            raise UrdfError(f"{path}: link name {name!r} is used twice; link names must be unique")
+        links.append(name)
+    if not links:
+        raise UrdfError(f"{path}: the robot has no <link>; a URDF needs at least one link")
+    joints = tuple(_parse_joint(j, path) for j in root.findall("joint"))
+    known = set(links)
+    seen_joints: set[str] = set()
+    parent_of: dict[str, str] = {}
+    for joint in joints:
+        if joint.name in seen_joints:
+            raise UrdfError(f"{path}: joint name {joint.name!r} is used twice; joint names must be unique")
+        seen_joints.add(joint.name)
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in known:
+                raise UrdfError(
+                    f"{path}: joint {joint.name!r} names {role} link {link!r}, which does not exist; "
+                    f"links are: {', '.join(links)}"
+                )
+        if joint.child in parent_of:
+            raise UrdfError(
+                f"{path}: link {joint.child!r} is the child of two joints ({parent_of[joint.child]!r} and "
+                f"{joint.name!r}); a URDF must be a tree"
+            )
+        parent_of[joint.child] = joint.name
+    roots = [link for link in links if link not in parent_of]
+    if len(roots) != 1:
+        if not roots:
+            raise UrdfError(f"{path}: every link is some joint's child, so the joints form a cycle; a URDF must be a tree")
+        raise UrdfError(
+            f"{path}: links {', '.join(roots[1:])} are not connected to the root link {roots[0]!r}; "
+            "every link but the root must be the child of a joint"
+        )
+    # Every link must reach the root (catches cycles that leave the root alone).
+    parent_link = {j.child: j.parent for j in joints}
+    for link in links:
+        seen = {link}
+        while link in parent_link:
+            link = parent_link[link]
+            if link in seen:
+                raise UrdfError(f"{path}: the joints around link {link!r} form a cycle; a URDF must be a tree")
+            seen.add(link)
+    for joint in joints:
+        if joint.mimic is not None and joint.mimic not in seen_joints:
+            raise UrdfError(f"{path}: joint {joint.name!r} mimics {joint.mimic!r}, which is not a joint of this URDF")
+    meshes = tuple(m.get("filename", "") for m in root.iter("mesh"))
+    return UrdfModel(path, root.get("name", path.stem), tuple(links), joints, roots[0], meshes)
+
+
+def _package_candidates(package: str, urdf_dir: Path) -> list[Path]:
+    out = []
+    for ancestor in [urdf_dir, *urdf_dir.parents]:
+        if ancestor.name == package:
+            out.append(ancestor)
+        out.append(ancestor / package)
+    for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
+        if entry:
+            out.extend([Path(entry) / package, Path(entry)] if Path(entry).name == package else [Path(entry) / package])
+    return out
+
+
+def resolve_mesh_uri(uri: str, urdf_path: Path, package_dirs: dict[str, Path] | None = None) -> Path:
+    """The file a URDF mesh filename refers to.
+
+    Args:
+        uri: ``package://PKG/rel/path``, ``file:///abs/path``, or a path relative to the URDF.
+        urdf_path: the URDF that names the mesh.
+        package_dirs: explicit package name → folder mapping, tried first.
+
+    Returns:
+        An existing file.
+
+    Raises:
+        MeshError: the URI is empty or no candidate file exists.
+    """
+    if not uri:
+        raise MeshError(f"{urdf_path}: a <mesh> has no filename attribute")
+    urdf_dir = urdf_path.parent
+    if uri.startswith("package://"):
+        rest = uri[len("package://"):].lstrip("/")
+        package, _, rel = rest.partition("/")
+        bases = ([package_dirs[package]] if package_dirs and package in package_dirs else []) + _package_candidates(package, urdf_dir)
+        tried = []
+        for base in bases:
+            candidate = base / rel
+            if candidate.is_file():
+                return candidate
+            tried.append(str(candidate))
+        raise MeshError(
+            f"{urdf_path}: mesh {uri!r} not found; looked for package {package!r} at: {', '.join(tried[:6])}"
+            " (install the package that provides it, or set ROS_PACKAGE_PATH)"
+        )
+    candidate = Path(uri[len("file://"):] if uri.startswith("file://") else uri).expanduser()
+    if not candidate.is_absolute():
+        candidate = urdf_dir / candidate
+    if not candidate.is_file():
+        raise MeshError(f"{urdf_path}: mesh {uri!r} not found (looked at {candidate})")
+    return candidate

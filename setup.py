@@ -1,0 +1,41 @@
+"""hik_sim: neural inverse kinematics for any URDF robot, in MuJoCo and Gymnasium."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="hik_sim",
+    version="0.1.0",
+    description="Neural inverse kinematics (HarmoAtt-IK, hybrid learning + optimisation) for URDF robots in MuJoCo/Gymnasium",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    packages=find_packages(include=["hik_sim", "hik_sim.*"]),
+    package_data={"hik_sim": ["py.typed", "robots/*/*.urdf"]},
+    include_package_data=True,
+    install_requires=[
+        # torch: on these machines install torch==2.13.0 first (a CPU wheel); a bare "torch" pulls CUDA.
+        "torch>=2.3,<2.14",
+        "mujoco>=3.3,<4.0",  # dm-control 1.0.50 breaks on mujoco 4.0
+        "dm-control>=1.0.30,<1.1",
+        "gymnasium>=1.0,<1.5",
+        "pytorch-kinematics>=0.7,<0.11",
+        "numpy>=1.26,<2.5",
+        "scipy>=1.11,<1.18",
+        "imageio>=2.34,<2.39",
+        "imageio-ffmpeg>=0.5,<0.9",
+        "tqdm>=4.66",
+        "trimesh>=4.0,<6",
+        "pycollada>=0.8,<0.10",
+        "example-robot-data>=4.1,<7",
+        "icub-models>=2.0,<4",
+        "jvrc-description>=1.1,<2",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "hypothesis>=6.100"],
+    },
+    entry_points={"console_scripts": []},
+    classifiers=["Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"],
+)
