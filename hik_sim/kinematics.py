@@ -310,10 +310,16 @@ def reference_fk(robot: RobotSpec, q: torch.Tensor) -> Pose:
 
 def reference_chain(robot: RobotSpec, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu"):  # noqa: ANN201
     """pytorch-kinematics ``SerialChain`` of the robot's IK chain (its URDF parser's chatter suppressed)."""
+    import xml.etree.ElementTree as ET
+
     import pytorch_kinematics as pk
 
+    root = ET.parse(robot.urdf).getroot()
+    for joint in root.iter("joint"):
+        if joint.get("type") in ("floating", "planar"):  # outside any chain; pytorch-kinematics rejects them
+            joint.set("type", "fixed")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        chain = pk.build_serial_chain_from_urdf(robot.urdf.read_bytes(), robot.ee_link, robot.base_link)
+        chain = pk.build_serial_chain_from_urdf(ET.tostring(root), robot.ee_link, robot.base_link)
     names = tuple(chain.get_joint_parameter_names())
     if names != robot.joint_names:
         raise HikError(f"pytorch-kinematics reads the chain of {robot.name!r} as {names}, expected {robot.joint_names}")

@@ -9,8 +9,12 @@
   place (a floating base joint is removed), under two lights, with ideal gravity compensation and
   no self-contacts: an IK study where the commanded configuration is what the robot reaches;
 - ideal position servos (no effort limits) on the chain joints (``ctrlrange`` = joint limits) and firm holds (position
-  actuators named ``hold:<joint>``) on every other joint, critically damped, stiffness set from
-  the joint-space inertia at home so every joint responds at the same natural frequency;
+  actuators named ``hold:<joint>``) on every other joint, stiffness and damping set from the
+  largest joint-space inertia each joint sees over sampled configurations, so every joint
+  responds at least at the same natural frequency and is never underdamped (smooth commands are
+  tracked without crossing a limit; a step across the whole range can still push a light wrist
+  joint past its limit for a moment through the dynamic coupling with heavy links, so
+  controllers should send rate-limited targets); no dry friction, no effort limits;
 - an ``ee`` site on the end-effector link, a mocap body ``target`` that shows the goal pose with
   its axes (x red, y green, z blue), a ``workspace`` camera that frames the arm's reachable
   workspace, an ``overview`` camera that frames the whole robot, and a ``home`` keyframe.
@@ -55,14 +59,15 @@ class SceneOptions:
     Attributes:
         timestep: physics step [s].
         natural_frequency: natural frequency of every joint's position servo [Hz].
-        min_armature: smallest joint armature [kg·m²]; small links get it for stable stepping.
+        min_armature: smallest joint armature [kg·m²], standing for the reflected inertia of a
+            geared motor; it damps the dynamic coupling between heavy and light links.
         shadow_size: shadow map size [px]; 1024 renders several times faster than 4096 in software GL.
         offscreen_size: largest offscreen render (width, height) [px].
     """
 
     timestep: float = 0.002
-    natural_frequency: float = 10.0
-    min_armature: float = 0.001
+    natural_frequency: float = 20.0
+    min_armature: float = 0.01
     shadow_size: int = 1024
     offscreen_size: tuple[int, int] = (1280, 960)
 
@@ -364,6 +369,8 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
     for joint in spec.joints:
         joint.armature = max(joint.armature, options.min_armature)
         joint.actfrclimited = False  # ideal servos: URDF effort limits would saturate the stiff PD
+        joint.frictionloss = 0.0  # dry friction would leave a steady-state error of friction / kp
+        joint.solref_limit = [2 * options.timestep, 1.0]  # joint limits as stiff as the step allows
     names = {j.name for j in spec.joints}
     missing = [j for j in robot.joint_names if j not in names]
     if missing:
@@ -375,7 +382,7 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
     held = {name: value for name, value in robot.held_joints.items() if name in names}
     home = {**held, **dict(zip(robot.joint_names, robot.home))}
 
-    # First compile: lift the robot onto the floor and measure inertia and workspace at home.
+    # First compile: lift the robot onto the floor, then measure inertia and workspace.
     model = _compile(spec, robot.urdf.name)
     data = mujoco.MjData(model)
     for name, value in home.items():
@@ -385,30 +392,37 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
     root = spec.worldbody.first_body()
     if abs(lift) > 1e-9 and root is not None:
         root.pos = [root.pos[0], root.pos[1], root.pos[2] + lift]
-    full_inertia = np.zeros((model.nv, model.nv))
-    mujoco.mj_fullM(model, data, full_inertia)
-    diag = np.diag(full_inertia).copy()
-    omega = 2 * math.pi * options.natural_frequency
-    for name in (*robot.joint_names, *held):
-        joint = model.joint(name)
-        lo, hi = (robot.lower[robot.joint_names.index(name)], robot.upper[robot.joint_names.index(name)]) if name in robot.joint_names else tuple(model.jnt_range[joint.id])
-        if name in held and not lo < hi:  # an unlimited held joint
-            lo, hi = -math.pi, math.pi
-        actuator = spec.add_actuator(name=name if name in robot.joint_names else f"hold:{name}", target=name,
-                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        actuator.set_to_position(kp=max(float(diag[joint.dofadr[0]]), 1e-6) * omega**2, dampratio=1.0)
-        actuator.ctrllimited = True
-        actuator.ctrlrange = [lo, hi]
-
+    # Sample the chain's configuration space: the workspace (for the camera) and the largest
+    # joint-space inertia each joint sees (for servos that are never underdamped).
     rng = np.random.default_rng(0)
     qadr = np.array([model.joint(n).qposadr[0] for n in robot.joint_names])
     ee_id = model.site("ee").id
-    points = []
     lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
+    full_inertia = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, full_inertia)
+    max_inertia = np.diag(full_inertia).copy()
+    points = []
     for _ in range(workspace_samples):
         data.qpos[qadr] = rng.uniform(lower, upper)
-        mujoco.mj_kinematics(model, data)
+        mujoco.mj_fwdPosition(model, data)
         points.append(data.site_xpos[ee_id].copy())
+        mujoco.mj_fullM(model, data, full_inertia)
+        np.maximum(max_inertia, np.diag(full_inertia), out=max_inertia)
+    # kp = I_max·ω², kv = 2·I_max·ω: critically damped at the largest inertia, overdamped below it.
+    omega = 2 * math.pi * options.natural_frequency
+    for name in (*robot.joint_names, *held):
+        joint = model.joint(name)
+        if name in robot.joint_names:
+            lo, hi = robot.lower[robot.joint_names.index(name)], robot.upper[robot.joint_names.index(name)]
+        else:
+            lo, hi = model.jnt_range[joint.id] if model.jnt_limited[joint.id] else (-math.pi, math.pi)
+        inertia = max(float(max_inertia[joint.dofadr[0]]), 1e-8)
+        actuator = spec.add_actuator(name=name if name in robot.joint_names else f"hold:{name}", target=name,
+                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        actuator.set_to_position(kp=inertia * omega**2, kv=2 * inertia * omega)
+        actuator.ctrllimited = True
+        actuator.ctrlrange = [float(lo), float(hi)]
+
     points = np.asarray(points) + [0.0, 0.0, lift]
     center = 0.5 * (points.min(axis=0) + points.max(axis=0))
     radius = float(np.linalg.norm(points - center, axis=1).max())
