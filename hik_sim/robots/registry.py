@@ -128,7 +128,7 @@ _REGISTRY: dict[str, _Entry] = {
     "icub": _Entry(
         _icub, "root_link", "l_hand_dh_frame",
         {"l_shoulder_pitch": -0.4, "l_shoulder_roll": 0.4, "l_shoulder_yaw": 0.0, "l_elbow": 0.8,
-         "r_shoulder_pitch": -0.4, "r_shoulder_roll": 0.4, "r_shoulder_yaw": 0.0, "r_elbow": 0.8},
+         "r_shoulder_roll": 0.4, "r_elbow": 0.8},
         "IIT iCub v2.7, 1.04 m child-sized humanoid. Chosen for the longest chain, a 3-DOF torso "
         "and shoulder axes tilted by 15°. Chain (10): torso_pitch, torso_roll, torso_yaw, "
         "l_shoulder_pitch/roll/yaw, l_elbow, l_wrist_prosup, l_wrist_pitch, l_wrist_yaw.",
@@ -145,7 +145,7 @@ _REGISTRY: dict[str, _Entry] = {
     "jvrc1": _Entry(
         _jvrc, "PELVIS_S", "l_wrist",
         {"L_SHOULDER_P": -0.3, "L_SHOULDER_R": 0.3, "L_ELBOW_P": -1.0,
-         "R_SHOULDER_P": -0.3, "R_SHOULDER_R": -0.3, "R_ELBOW_P": -1.0},
+         "R_ELBOW_P": -1.0},
         "JVRC-1, the 1.6 m humanoid of the Japan Virtual Robotics Challenge. Chosen for its 3-DOF "
         "waist and a wrist of only 2 DOF after an elbow-yaw joint. Chain (10): WAIST_Y/P/R, "
         "L_SHOULDER_P/R/Y, L_ELBOW_P, L_ELBOW_Y, L_WRIST_R, L_WRIST_Y. Meshes are COLLADA.",
