@@ -24,6 +24,7 @@ from hik_sim.errors import MeshError
 __all__ = ["MujocoMesh", "cache_dir", "mujoco_mesh"]
 
 _NATIVE = (".stl", ".obj", ".msh")
+_MIN_VERTICES = 4  # MuJoCo refuses meshes with fewer vertices
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,12 @@ def _is_binary_stl(path: Path) -> bool:
     with path.open("rb") as f:
         f.seek(80)
         (count,) = struct.unpack("<I", f.read(4))
-    return size == 84 + 50 * count
+    return count > 0 and size == 84 + 50 * count  # MuJoCo refuses an empty binary STL
+
+
+def _obj_vertex_count(path: Path) -> int:
+    with path.open("rb") as f:
+        return sum(1 for line in f if line.startswith((b"v ", b"v\t")))
 
 
 def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | None:
@@ -68,6 +74,8 @@ def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | 
         raise MeshError(f"cannot read mesh {source}: {exc}") from None
     if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
         raise MeshError(f"mesh {source} holds no triangles")
+    if len(loaded.vertices) < _MIN_VERTICES:
+        raise MeshError(f"mesh {source} holds {len(loaded.vertices)} vertices; MuJoCo needs at least {_MIN_VERTICES}")
     rgba = None
     try:
         colors = loaded.visual.to_color().vertex_colors
@@ -92,7 +100,8 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
         The cached file and the colour the source gives, if any.
 
     Raises:
-        MeshError: the file cannot be read or converted.
+        MeshError: the file cannot be read or converted, or holds fewer than the 4 vertices
+            MuJoCo needs.
     """
     source = source.resolve()
     stat = source.stat()
@@ -102,6 +111,10 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
     if suffix in _NATIVE and (suffix != ".stl" or _is_binary_stl(source)):
         target = folder / f"{source.stem}-{key}{suffix}"
         if not target.exists():
+            if suffix == ".obj" and (count := _obj_vertex_count(source)) < _MIN_VERTICES:
+                raise MeshError(
+                    f"mesh {source} holds {count} vertices; MuJoCo needs at least {_MIN_VERTICES} (is it an OBJ file?)"
+                )
             try:
                 target.symlink_to(source)
             except OSError:  # no symlinks here: copy instead

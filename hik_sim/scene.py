@@ -260,20 +260,20 @@ def _floor_and_lights(spec, radius: float, options: SceneOptions) -> None:  # no
     spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
     spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
     spec.visual.headlight.specular = [0.05, 0.05, 0.05]
-    spec.add_texture(name="skybox", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+    spec.add_texture(name="hik_skybox", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
                      rgb1=[0.55, 0.68, 0.82], rgb2=[0.08, 0.1, 0.14], width=512, height=512)
-    spec.add_texture(name="floor", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+    spec.add_texture(name="hik_floor", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
                      rgb1=[0.24, 0.27, 0.31], rgb2=[0.31, 0.34, 0.38], mark=mujoco.mjtMark.mjMARK_EDGE,
                      markrgb=[0.5, 0.52, 0.55], width=300, height=300)
-    material = spec.add_material(name="floor", texrepeat=[4, 4], texuniform=True, reflectance=0.04)
-    material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "floor"
+    material = spec.add_material(name="hik_floor", texrepeat=[4, 4], texuniform=True, reflectance=0.04)
+    material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "hik_floor"
     size = max(2.0, 4 * radius)
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[size, size, 0.05], material="floor",
+    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[size, size, 0.05], material="hik_floor",
                             contype=0, conaffinity=0)
     height = max(3.0, 4 * radius)
-    spec.worldbody.add_light(name="key", pos=[0.6 * height, -0.4 * height, height], dir=[-0.5, 0.35, -1.0],
+    spec.worldbody.add_light(name="hik_key", pos=[0.6 * height, -0.4 * height, height], dir=[-0.5, 0.35, -1.0],
                              type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=True, diffuse=[0.6, 0.6, 0.6])
-    spec.worldbody.add_light(name="fill", pos=[-0.5 * height, 0.6 * height, height], dir=[0.4, -0.5, -1.0],
+    spec.worldbody.add_light(name="hik_fill", pos=[-0.5 * height, 0.6 * height, height], dir=[0.4, -0.5, -1.0],
                              type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False, diffuse=[0.25, 0.25, 0.28])
 
 
@@ -322,6 +322,28 @@ def _lowest_point(model, data) -> float:  # noqa: ANN001
     return 0.0 if zmin == math.inf else float(zmin)
 
 
+# Names the scene gives its own elements, by element kind; a robot must not use them.
+RESERVED_NAMES: dict[str, tuple[str, ...]] = {
+    "body": ("target",),
+    "geom": ("floor", "target", "target_axis_x", "target_axis_y", "target_axis_z"),
+    "site": ("ee",),
+    "camera": ("workspace", "overview"),
+    "key": ("home",),
+}
+
+
+def _check_reserved_names(spec, robot: RobotSpec) -> None:  # noqa: ANN001
+    for kind, names in RESERVED_NAMES.items():
+        for name in names:
+            if getattr(spec, kind)(name) is not None:
+                reserved = "; ".join(f"{k}: {', '.join(v)}" for k, v in RESERVED_NAMES.items())
+                raise HikError(
+                    f"{robot.urdf.name} already has a {kind} named {name!r}, a name hik_sim's scene gives its own "
+                    f"elements; rename it in the URDF (reserved names, by kind: {reserved}; actuators: the chain's "
+                    "joint names and hold:<joint>)"
+                )
+
+
 def _compile(spec, what: str):  # noqa: ANN001, ANN202
     try:
         return spec.compile()
@@ -354,6 +376,7 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
         message = str(exc)
         error = MeshError if "mesh" in message.lower() else HikError
         raise error(f"MuJoCo cannot load the URDF {robot.urdf}: {message}") from None
+    _check_reserved_names(spec, robot)
     spec.modelname = robot.name
     spec.option.timestep = options.timestep
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
@@ -366,6 +389,8 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
     for geom in spec.geoms:
         geom.contype = 0
         geom.conaffinity = 0
+    for mesh in spec.meshes:  # visual meshes may be open or flat: no volume needed, inertias come from the URDF
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
     for joint in spec.joints:
         joint.armature = max(joint.armature, options.min_armature)
         joint.actfrclimited = False  # ideal servos: URDF effort limits would saturate the stiff PD
@@ -425,7 +450,7 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
 
     points = np.asarray(points) + [0.0, 0.0, lift]
     center = 0.5 * (points.min(axis=0) + points.max(axis=0))
-    radius = float(np.linalg.norm(points - center, axis=1).max())
+    radius = max(float(np.linalg.norm(points - center, axis=1).max()), 0.05)  # an end-effector that never moves
     data.qpos[qadr] = robot.home
     mujoco.mj_forward(model, data)
     body_points = data.xpos[1:] + [0.0, 0.0, lift]

@@ -108,20 +108,26 @@ class UrdfModel:
         """Joints (fixed ones included) from ``base_link`` down to ``ee_link``, base first.
 
         Raises:
-            ChainError: a link is unknown, the base is not an ancestor of the end-effector, the
-                chain has no movable joint, or holds a joint type that IK cannot drive.
+            ChainError: a link is unknown, base and end-effector are the same link, the base is
+                not an ancestor of the end-effector, the chain has no movable joint, or holds a
+                joint type that IK cannot drive.
         """
         for role, link in (("base link", base_link), ("end-effector link", ee_link)):
             if link not in self.links:
                 raise ChainError(
                     f"{role} {link!r} is not a link of {self.path.name}; links are: {', '.join(self.links)}"
                 )
+        if base_link == ee_link:
+            raise ChainError(
+                f"base link and end-effector link are both {base_link!r}; the end-effector must be a link below the base"
+            )
         to_ee = self.path_to_root(ee_link)
         ancestors = [self.root] + [j.child for j in to_ee]
         if base_link not in ancestors:
             raise ChainError(
                 f"base link {base_link!r} is not an ancestor of end-effector link {ee_link!r} in "
-                f"{self.path.name}; valid bases for that end-effector are: {', '.join(ancestors[:-1])}"
+                f"{self.path.name}; valid bases for that end-effector are: "
+                + (", ".join(ancestors[:-1]) or f"none ({ee_link!r} is the root link)")
             )
         start = ancestors.index(base_link)
         joints = to_ee[start:]
@@ -148,19 +154,70 @@ def _floats(text: str | None, count: int, what: str, path: Path, default: tuple[
     if text is None:
         return default
     parts = text.split()
+    expected = "a finite number" if count == 1 else f"{count} finite numbers"
     try:
         values = tuple(float(p) for p in parts)
     except ValueError:
-        raise UrdfError(f"{path}: {what} must be {count} numbers, got {text!r}") from None
+        raise UrdfError(f"{path}: {what} must be {expected}, got {text!r}") from None
     if len(values) != count or not all(math.isfinite(v) for v in values):
-        raise UrdfError(f"{path}: {what} must be {count} finite numbers, got {text!r}")
+        raise UrdfError(f"{path}: {what} must be {expected}, got {text!r}")
     return values
 
 
-def _limit(element: ET.Element | None, attr: str, what: str, path: Path) -> float | None:
+def _number(element: ET.Element | None, attr: str, what: str, path: Path) -> float | None:
     if element is None or element.get(attr) is None:
         return None
     return _floats(element.get(attr), 1, what, path, (0.0,))[0]
+
+
+# Geometry MuJoCo's URDF reader understands, and the positive sizes each one needs.
+_SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
+    "box": (("size", 3),),
+    "cylinder": (("radius", 1), ("length", 1)),
+    "capsule": (("radius", 1), ("length", 1)),
+    "sphere": (("radius", 1),),
+    "mesh": (),
+}
+
+
+def _check_link(element: ET.Element, path: Path) -> None:
+    """Check a link's inertial, visual and collision origins and geometry (MuJoCo reads them)."""
+    name = element.get("name")
+    for tag in ("inertial", "visual", "collision"):
+        for part in element.findall(tag):
+            origin = part.find("origin")
+            if origin is not None:
+                for attr in ("xyz", "rpy"):
+                    _floats(origin.get(attr), 3, f"link {name!r} {tag} origin {attr}", path, ())
+            if tag == "inertial":
+                _number(part.find("mass"), "value", f"link {name!r} mass", path)
+                for attr in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+                    _number(part.find("inertia"), attr, f"link {name!r} inertia {attr}", path)
+                continue
+            geometry = part.find("geometry")
+            shape = next(iter(geometry), None) if geometry is not None else None
+            if shape is None or shape.tag not in _SHAPES:
+                if geometry is None:
+                    found = "no <geometry>"
+                else:
+                    found = f"a <{shape.tag}>" if shape is not None else "an empty <geometry>"
+                raise UrdfError(
+                    f"{path}: link {name!r} has a <{tag}> with {found}; its <geometry> must hold one of: "
+                    f"{', '.join(f'<{s}>' for s in _SHAPES)}"
+                )
+            for attr, count in _SHAPES[shape.tag]:
+                what = f"link {name!r} {tag} {shape.tag} {attr}"
+                if shape.get(attr) is None:
+                    needs = " and ".join(a for a, _ in _SHAPES[shape.tag])
+                    raise UrdfError(f"{path}: {what} is missing; <{shape.tag}> needs {needs}")
+                if not all(v > 0 for v in _floats(shape.get(attr), count, what, path, ())):
+                    raise UrdfError(f"{path}: {what} must be positive, got {shape.get(attr)!r}")
+            if shape.tag == "mesh" and shape.get("scale") is not None:
+                scale = _floats(shape.get("scale"), 3, f"link {name!r} {tag} mesh scale", path, ())
+                if 0.0 in scale:
+                    raise UrdfError(
+                        f"{path}: link {name!r} {tag} mesh scale must be 3 non-zero numbers, got {shape.get('scale')!r}"
+                    )
 
 
 def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
@@ -187,8 +244,12 @@ def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
     if norm >= 1e-9:
         axis = tuple(a / norm for a in axis)
     limit = element.find("limit")
-    lower = _limit(limit, "lower", f"joint {name!r} lower limit", path)
-    upper = _limit(limit, "upper", f"joint {name!r} upper limit", path)
+    lower = _number(limit, "lower", f"joint {name!r} lower limit", path)
+    upper = _number(limit, "upper", f"joint {name!r} upper limit", path)
+    numbers = {"limit": ("effort", "velocity"), "dynamics": ("damping", "friction"), "mimic": ("multiplier", "offset")}
+    for tag, attrs in numbers.items():
+        for attr in attrs:
+            _number(element.find(tag), attr, f"joint {name!r} {tag} {attr}", path)
     if jtype in ("revolute", "prismatic"):
         if limit is None:
             raise UrdfError(
@@ -198,9 +259,14 @@ def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
         lower = 0.0 if lower is None else lower  # URDF defaults
         upper = 0.0 if upper is None else upper
         if lower > upper:
-            raise UrdfError(f"{path}: joint {name!r} has lower limit {lower} above upper limit {upper}")
+            raise UrdfError(
+                f"{path}: joint {name!r} has lower limit {lower} above upper limit {upper} "
+                "(a missing lower or upper limit is 0)"
+            )
     mimic_el = element.find("mimic")
     mimic = mimic_el.get("joint") if mimic_el is not None else None
+    if mimic_el is not None and not mimic:
+        raise UrdfError(f"{path}: joint {name!r} has a <mimic> without joint=...; it must name the joint it follows")
     return UrdfJoint(name, jtype, ends["parent"], ends["child"], xyz, rpy, axis, lower, upper, mimic)  # type: ignore[arg-type]
 
 
@@ -214,19 +280,28 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
         The validated model.
 
     Raises:
-        UrdfError: the file is missing, not XML, not a ``<robot>``, or its tree is broken
-            (duplicate names, unknown links, a link with two parents, a cycle, links not connected
-            to the root, no links).
+        UrdfError: the file is missing, unreadable, not XML, not a ``<robot>``, an unexpanded
+            xacro file, holds a malformed number or geometry, or its tree is broken (duplicate
+            names, unknown links, a link with two parents, a cycle, links not connected to the
+            root, no links).
     """
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise UrdfError(f"{path} is a folder, not a URDF file (give the path to the .urdf file)")
     if not path.is_file():
         raise UrdfError(f"URDF file not found: {path} (give the path to an existing .urdf file)")
     try:
         root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
+    except OSError as exc:
+        raise UrdfError(f"cannot read URDF file {path}: {exc.strerror or exc}") from None
+    except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError, ValueError: a bad encoding declaration
         raise UrdfError(f"{path} is not valid XML ({exc}); a URDF is an XML file whose root element is <robot>") from None
     if root.tag != "robot":
         raise UrdfError(f"{path}: the root element is <{root.tag}>, a URDF's root element must be <robot>")
+    if any(str(element.tag).startswith("{") and "xacro" in str(element.tag) for element in root.iter()):
+        raise UrdfError(
+            f"{path} is a xacro file (it holds xacro: elements); expand it to a URDF first: xacro {path.name} > robot.urdf"
+        )
     links: list[str] = []
     for link in root.findall("link"):
         name = link.get("name")
@@ -234,9 +309,12 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
             raise UrdfError(f"{path}: a <link> has no name attribute")
         if name in links:
             raise UrdfError(f"{path}: link name {name!r} is used twice; link names must be unique")
+        _check_link(link, path)
         links.append(name)
     if not links:
         raise UrdfError(f"{path}: the robot has no <link>; a URDF needs at least one link")
+    for color in root.findall(".//material/color"):
+        _floats(color.get("rgba"), 4, "material color rgba", path, ())
     joints = tuple(_parse_joint(j, path) for j in root.findall("joint"))
     known = set(links)
     seen_joints: set[str] = set()

@@ -162,13 +162,23 @@ def robot_from_urdf(
         UrdfError: the file is missing or malformed.
         ChainError: the links do not form a chain.
         MeshError: a mesh cannot be found (when ``check_meshes``).
-        HikError: ``home`` names an unknown joint or a value outside the limits.
+        HikError: ``home`` is not a mapping, names an unknown joint, or gives a value that is not
+            a finite number or is outside the joint's limits.
     """
     model = load_urdf(path)
     dirs = {k: Path(v) for k, v in (package_dirs or {}).items()}
     chain = [j for j in model.chain(base_link, ee_link) if j.movable]
     joint_names = tuple(j.name for j in chain)
+    if home is not None and not isinstance(home, Mapping):
+        raise HikError(f"home must map joint names to values [rad or m], got a {type(home).__name__}")
     home = dict(home or {})
+    for joint, value in home.items():
+        try:
+            home[joint] = float(value)
+        except (TypeError, ValueError):
+            raise HikError(f"home value of joint {joint!r} must be a number [rad or m], got {value!r}") from None
+        if not math.isfinite(home[joint]):
+            raise HikError(f"home value of joint {joint!r} must be finite, got {value!r}")
     movable = {j.name for j in model.joints if j.movable and j.mimic is None}
     unknown = sorted(set(home) - movable)
     if unknown:
