@@ -125,7 +125,7 @@ class Pose(NamedTuple):
 
 class _Tensors(NamedTuple):
     rot0: torch.Tensor  # (n, 3, 3) R_fixed
-    rot1: torch.Tensor  # (n, 3, 3) R_fixed @ K      (K = skew(axis))
+    rot1: torch.Tensor  # (n, 3, 3) R_fixed @ K      (K = skew(axis); 0 for prismatic joints)
     rot2: torch.Tensor  # (n, 3, 3) R_fixed @ K @ K
     trans: torch.Tensor  # (n, 3)
     axes: torch.Tensor  # (n, 3) axis in the joint's frame
@@ -150,7 +150,7 @@ class Chain:
         self.robot = robot
         self.geometry = ChainGeometry.from_robot(robot)
         g = self.geometry
-        skews = np.stack([_skew(a) for a in g.axes])
+        skews = np.stack([_skew(a) if r else np.zeros((3, 3)) for a, r in zip(g.axes, g.revolute)])
         self._np = _Tensors(  # float64 numpy masters of the cached tensors
             g.rotations, g.rotations @ skews, g.rotations @ skews @ skews, g.translations, g.axes,
             np.einsum("nij,nj->ni", g.rotations, g.axes), g.tool_rotation, g.tool_translation,
@@ -182,6 +182,8 @@ class Chain:
             raise HikError(f"joint angles must have shape (B, {self.dof}) for {self.robot.name!r}, got {tuple(q.shape)}")
         if not q.is_floating_point():
             raise HikError(f"joint angles must be float32 or float64, got {q.dtype}")
+        if not bool(torch.isfinite(q).all()):
+            raise HikError(f"joint values must be finite; got NaN or inf in {int((~torch.isfinite(q)).any(-1).sum())} of {q.shape[0]} rows")
         return q
 
     def limits(self, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -221,33 +223,33 @@ class Chain:
         """End-effector position and rotation; with ``want_frames`` also each joint's world axis and origin."""
         q = self._check(q)
         t = self._tensors(q.dtype, q.device)
-        batch = q.shape[0]
-        rot = t.rot0[0]  # replaced at the first joint
-        pos = q.new_zeros((batch, 3))
+        # Every joint's local rotation at once: R_fixed @ Rodrigues(axis, q)
+        #   = R_fixed + sin q · R_fixed K + (1 − cos q) · R_fixed K²   (K = 0 for prismatic joints)
+        angle = q * self._revolute_mask(q)
+        sin, one_minus_cos = torch.sin(angle)[..., None, None], (1 - torch.cos(angle))[..., None, None]
+        local = t.rot0 + sin * t.rot1 + one_minus_cos * t.rot2  # (B, n, 3, 3)
+        pos = t.trans[0].expand(q.shape[0], 3)
+        rot = local[:, 0]
         axes, origins = [], []
         for i, is_revolute in enumerate(self._revolute):
-            # Origin of joint i in the base frame, and the rotation of its frame before motion.
-            if i == 0:
-                pos = pos + t.trans[0]
-                fixed = t.rot0[0].expand(batch, 3, 3)
-            else:
-                pos = pos + torch.einsum("bij,j->bi", rot, t.trans[i])
-                fixed = rot @ t.rot0[i]
+            if i > 0:
+                pos = pos + rot @ t.trans[i]  # origin of joint i in the base frame
+                if want_frames:
+                    axes.append(rot @ t.axes_rot[i])
+                rot = rot @ local[:, i]
+            elif want_frames:
+                axes.append(t.axes_rot[0].expand(q.shape[0], 3))
             if want_frames:
-                axis_world = t.axes_rot[i] if i == 0 else torch.einsum("bij,j->bi", rot, t.axes_rot[i])
-                axes.append(axis_world.expand(batch, 3))
                 origins.append(pos)
-            qi = q[:, i, None, None]
-            if is_revolute:
-                # R_fixed @ Rodrigues(axis, q) = R_fixed + sin q · R_fixed K + (1 − cos q) · R_fixed K²
-                local = t.rot0[i] + torch.sin(qi) * t.rot1[i] + (1 - torch.cos(qi)) * t.rot2[i]
-                rot = local if i == 0 else rot @ local
-            else:
-                rot = fixed
-                pos = pos + torch.einsum("bij,j->bi", fixed, t.axes[i]) * q[:, i, None]
-        pos = pos + torch.einsum("bij,j->bi", rot, t.tool_trans)
-        rot = rot @ t.tool_rot
-        return pos, rot, axes, origins
+            if not is_revolute:
+                pos = pos + (rot @ t.axes[i]) * q[:, i, None]
+        pos = pos + rot @ t.tool_trans
+        return pos, rot @ t.tool_rot, axes, origins
+
+    def _revolute_mask(self, q: torch.Tensor) -> torch.Tensor:
+        if all(self._revolute):
+            return q.new_ones(())
+        return torch.as_tensor(self._revolute, dtype=q.dtype, device=q.device)
 
     def fk(self, q: torch.Tensor) -> Pose:
         """End-effector pose.

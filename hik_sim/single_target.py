@@ -76,6 +76,8 @@ class SingleTargetKinematics:
         q = np.asarray(q, dtype=float)
         if q.shape != (self.dof,):
             raise HikError(f"joint values must have shape ({self.dof},) for {self.robot.name!r}, got {q.shape}")
+        if not np.isfinite(q).all():
+            raise HikError(f"joint values must be finite, got {q}")
         self.data.qpos[:] = q
         self._mujoco.mj_kinematics(self.model, self.data)
 

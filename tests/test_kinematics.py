@@ -179,3 +179,17 @@ def test_cuda_matches_cpu() -> None:
     assert torch.allclose(gpu[1].cpu(), cpu[1], atol=1e-10)
     sampled = chain.sample(16, torch.Generator(device="cuda").manual_seed(0), torch.float32)
     assert sampled.device.type == "cuda"
+
+
+def test_non_finite_joint_values_are_a_hik_error_not_a_nan_pose() -> None:
+    from conftest import robot_by_id
+
+    robot = robot_by_id("irb120")
+    q = torch.zeros(3, 6, dtype=torch.float64)
+    q[1, 2] = float("nan")
+    with pytest.raises(HikError, match="finite.*1 of 3 rows"):
+        Chain(robot).fk(q)
+    with pytest.raises(HikError, match="finite"):
+        Chain(robot).jacobian(q.clone().fill_(float("inf")))
+    with pytest.raises(HikError, match="finite"):
+        SingleTargetKinematics(robot).fk_and_jacobian(np.array([0, 0, np.inf, 0, 0, 0]))

@@ -1,0 +1,85 @@
+"""Smoke test of benchmarks/kinematics_bench.py: a --quick run writes the expected JSON."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "kinematics_bench.py"
+
+EXPECTED_ROWS = {
+    ("fk_float32", "Chain.fk"),
+    ("fk_float64", "Chain.fk"),
+    ("train_step_float32", "Chain.fk + backward"),
+    ("jacobian_float64", "Chain.jacobian"),
+    ("single_target_float64", "Chain.fk_and_jacobian (1,n)"),
+    ("single_target_float64", "SingleTargetKinematics.fk_and_jacobian"),
+}
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kinematics_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return _load_bench()
+
+
+def test_quick_run_writes_rows_with_timings_and_agreement(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--robot", "irb120", "--quick", "--out", str(tmp_path)]) == 0
+
+    record = json.loads((tmp_path / "kinematics_irb120.json").read_text(encoding="utf-8"))
+    rows = record["rows"]
+    assert {(row["measurement"], row["implementation"]) for row in rows} == EXPECTED_ROWS
+    for row in rows:
+        assert row["robot"] == "irb120" and row["dof"] == 6
+        for side in ("reference", "hik_sim"):
+            timing = row[side]
+            assert 0 < timing["min_s"] <= timing["median_s"] <= timing["p95_s"], (row["measurement"], side, timing)
+            assert timing["calls"] >= 1
+        assert row["speedup"] > 0 and row["speedup_min"] > 0
+        assert row["agrees"] is True, row
+        assert row["agreement"], row["measurement"]
+        for key, value in row["agreement"].items():
+            if key in ("pos_gap_m", "jac_gap"):
+                assert 0 <= value < 1e-6, (row["measurement"], row["implementation"], key, value)
+            else:
+                assert 0 <= value < 1e-5, (row["measurement"], row["implementation"], key, value)
+    assert any("pos_gap_m" in row["agreement"] for row in rows)
+    assert any("jac_gap" in row["agreement"] for row in rows)
+
+    machine = record["machine"]
+    for key in ("platform", "cpu_count", "torch", "mujoco", "pytorch_kinematics", "torch_threads", "date"):
+        assert machine[key], key
+    assert record["config"]["quick"] is True
+
+    out = capsys.readouterr().out
+    assert "| robot | measurement |" in out
+    assert "Unknown attribute" not in out and "Unknown tag" not in out
+
+
+def test_all_cannot_be_combined_with_robot(bench: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        bench.main(["--all", "--robot", "irb120", "--quick", "--out", str(tmp_path)])
+    assert excinfo.value.code == 2
+
+
+def test_bad_batch_is_rejected(bench: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        bench.main(["--robot", "irb120", "--batch", "0", "--out", str(tmp_path)])
+    assert excinfo.value.code == 2
