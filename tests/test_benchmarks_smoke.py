@@ -83,3 +83,30 @@ def test_bad_batch_is_rejected(bench: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as excinfo:
         bench.main(["--robot", "irb120", "--batch", "0", "--out", str(tmp_path)])
     assert excinfo.value.code == 2
+
+
+def _load_script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH.parent / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ablation_quick_run_trains_fair_pairs_and_writes_tables(tmp_path: Path) -> None:
+    ablation = _load_script("ablation")
+    argv = ["--robots", "irb120", "--train", "--quick", "--steps", "5", "--targets", "300", "--loss-robots", "irb120",
+            "--ablation-steps", "3", "--no-progress", "--out", str(tmp_path)]
+    assert ablation.main(argv) == 0
+    record = json.loads((tmp_path / "ablation.json").read_text())
+    (row,) = record["models"]
+    assert row["steps"] == 5 and row["targets"] == 300
+    params = row["parameters"]
+    assert 0.9 <= params["mlp"] / params["harmoatt"] <= 1.1
+    for model in ("harmoatt", "mlp"):
+        assert 0 <= row["metrics"][model]["success_5mm_2deg"] <= 1 and row["metrics"][model]["pos_mean_mm"] > 0
+    expected = 100 * (row["metrics"]["mlp"]["pos_mean_mm"] - row["metrics"]["harmoatt"]["pos_mean_mm"]) / row["metrics"]["mlp"]["pos_mean_mm"]
+    assert row["reductions"]["pos_mean_reduction_pct"] == pytest.approx(expected)
+    assert [r["variant"] for r in record["loss_ablation"]] == list(ablation.LOSS_VARIANTS)
+    assert "HarmoAtt-IK" in (tmp_path / "ablation.md").read_text()

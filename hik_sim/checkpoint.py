@@ -1,0 +1,171 @@
+"""Checkpoints: an IK network's weights plus a card that says exactly what it is.
+
+A checkpoint file (``.pt``, read with ``torch.load(weights_only=True)``, so loading runs no code)
+holds the network's weights, its :class:`Card`, and, for resuming, the optimiser and loss state.
+The card is also written beside it as JSON, for people and for registries. Loading checks the file
+and, when a robot is given, that the checkpoint was trained for that robot's URDF and chain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hik_sim.data import JointSelection, PoseNormalizer
+from hik_sim.errors import HikError
+from hik_sim.network import IKNetwork
+from hik_sim.robots import RobotSpec
+
+__all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "FORMAT"]
+
+FORMAT = "hik_sim.ik_network/1"
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a trained IK network is and how it was made.
+
+    Attributes:
+        robot: robot name.
+        urdf_sha256: hash of the URDF it was trained on.
+        base_link: the chain's base link.
+        ee_link: the chain's end-effector link.
+        joint_names: chain joints, base → tip.
+        lower: joint lower limits.
+        upper: joint upper limits.
+        fixed_joints: joints held fixed and their values.
+        model: ``harmoatt`` or ``mlp``.
+        model_options: the model's constructor arguments.
+        parameters: trainable parameters.
+        pos_min: (3,) workspace lower bound used for normalisation [m].
+        pos_max: (3,) workspace upper bound [m].
+        config: the training configuration.
+        steps: optimiser steps taken.
+        training_seconds: wall time of training [s].
+        device: where it was trained.
+        git_commit: the code's commit, or "unknown".
+        metrics: validation metrics at the end of training.
+        eval_set: definition and SHA-256 of the validation set.
+        versions: torch / hik_sim versions.
+    """
+
+    robot: str
+    urdf_sha256: str
+    base_link: str
+    ee_link: str
+    joint_names: tuple[str, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    fixed_joints: dict[str, float]
+    model: str
+    model_options: dict[str, Any]
+    parameters: int
+    pos_min: tuple[float, ...]
+    pos_max: tuple[float, ...]
+    config: dict[str, Any] = field(default_factory=dict)
+    steps: int = 0
+    training_seconds: float = 0.0
+    device: str = "cpu"
+    git_commit: str = "unknown"
+    metrics: dict[str, float] = field(default_factory=dict)
+    eval_set: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return json.loads(json.dumps(asdict(self)))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Card":
+        """The card of a dict written by :meth:`to_json`.
+
+        Raises:
+            HikError: fields are missing or unknown.
+        """
+        try:
+            card = cls(**data)
+        except TypeError as exc:
+            raise HikError(f"not a hik_sim checkpoint card: {exc}") from None
+        for name in ("joint_names", "lower", "upper", "pos_min", "pos_max"):  # JSON gives lists
+            object.__setattr__(card, name, tuple(getattr(card, name)))
+        return card
+
+    def check_robot(self, robot: RobotSpec) -> None:
+        """Raise :class:`HikError` unless this checkpoint was trained for ``robot``'s URDF and chain."""
+        problems = []
+        if tuple(self.joint_names) != robot.joint_names:
+            problems.append(f"its chain is {list(self.joint_names)}, the robot's is {list(robot.joint_names)}")
+        if self.urdf_sha256 != robot.urdf_sha256():
+            problems.append(f"it was trained on a different URDF (sha256 {self.urdf_sha256[:12]}…, the robot's is {robot.urdf_sha256()[:12]}…)")
+        if problems:
+            raise HikError(f"checkpoint for robot {self.robot!r} does not fit robot {robot.name!r}: " + "; ".join(problems))
+
+
+def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card, resume_state: dict[str, Any] | None = None) -> Path:
+    """Write ``path`` (weights, card, optional resume state) and ``path`` with suffix ``.json`` (the card).
+
+    Returns:
+        The checkpoint path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": FORMAT, "card": card.to_json(), "state_dict": network.state_dict()}
+    if resume_state is not None:
+        payload["resume"] = resume_state
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    path.with_suffix(".json").write_text(json.dumps(card.to_json(), indent=2) + "\n")
+    return path
+
+
+def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The raw payload of a checkpoint file, checked to be one.
+
+    Raises:
+        HikError: the file is missing, unreadable, corrupt, or not a hik_sim checkpoint.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise HikError(f"checkpoint not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a corrupt file; all mean "not readable"
+        raise HikError(f"{path} is not a readable hik_sim checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT or "card" not in payload or "state_dict" not in payload:
+        raise HikError(f"{path} is not a hik_sim checkpoint (expected format {FORMAT!r})")
+    return payload
+
+
+def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None,
+                    map_location: str | torch.device = "cpu") -> tuple[IKNetwork, Card]:
+    """Rebuild a trained network from a checkpoint.
+
+    Args:
+        path: the ``.pt`` file.
+        robot: when given, the checkpoint must have been trained for this robot.
+        map_location: where the weights go.
+
+    Returns:
+        The network (in eval mode) and its card.
+
+    Raises:
+        HikError: the file is not a valid checkpoint, or was trained for another robot.
+    """
+    payload = read_checkpoint(path, map_location)
+    card = Card.from_json(payload["card"])
+    if robot is not None:
+        card.check_robot(robot)
+    normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
+    network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
+                        JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options)
+    try:
+        network.load_state_dict(payload["state_dict"])
+    except RuntimeError as exc:
+        raise HikError(f"{path}: the weights do not fit the network its card describes ({str(exc)[:300]})") from None
+    return network.to(map_location).eval(), card

@@ -1,0 +1,178 @@
+"""The composite training loss, computed through differentiable FK of the predicted joints.
+
+The network's joints go through :class:`~hik_sim.kinematics.Chain` FK (cycle consistency: no
+joint-space targets, so every IK solution branch is an equally good answer), and the pose it
+reaches is compared with the target pose. Errors are measured in units of the success tolerances
+(5 mm, 2° by default), so that the two terms weigh a position and a rotation miss alike.
+
+Terms, each of which can be switched to its plain version for ablations:
+
+- **Improved Smooth-L1 on position.** Smooth-L1 (Huber) of the Euclidean position error ``e``:
+  quadratic below β, linear above. With a fixed β the loss turns quadratic once errors fall
+  below β, and its gradient ``e/β`` fades just when the last millimetres are being won. The
+  improvement: β *adapts to the error scale* — it follows ``κ ×`` the running median of the
+  batch's errors (an exponential moving average, bounded to [β_min, β_max]), so as training
+  converges the quadratic zone shrinks with the errors and the larger-than-typical errors keep a
+  full-strength gradient. Plain version: fixed β = 1 tolerance.
+- **Sign-invariant quaternion loss.** q and −q are the same rotation. The loss is the geodesic
+  angle ``2·atan2(‖vec(q̂*⊗q)‖, |w(q̂*⊗q)|)`` between prediction and target, identical for q and −q
+  and linear in the angle (so small rotation errors keep their gradient). Plain version: the
+  chordal distance ``‖q̂ − q‖`` (≈ θ/2 for small errors, scaled to the same units) on w ≥ 0
+  canonical quaternions, which jumps where w changes sign (rotations near a half turn).
+- **Shannon-entropy regulariser** on HarmoAtt-IK's fusion weights: ``+λ·H(w)`` with
+  ``H = −Σ wᵢ log wᵢ`` averaged over blocks and batch, λ = 0.01 by default. Its sign *minimises*
+  entropy: without it nothing stops the weight network from settling on uniform weights, where
+  fusion degenerates into a fixed average and the adaptivity (and the temperature) is wasted;
+  a small positive λ pushes each block to commit to the branch that suits the input, while the
+  task loss keeps it from collapsing onto one branch for every input. A negative λ (maximising
+  entropy, keeping the branches balanced) is accepted for experiments. Plain version: λ = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from hik_sim.errors import HikError
+from hik_sim.rotations import quaternion_multiply
+
+__all__ = ["LossConfig", "LossTerms", "CompositeLoss", "adaptive_smooth_l1", "geodesic_angle", "fusion_entropy"]
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    """Switches and weights of the composite loss.
+
+    Attributes:
+        position_tolerance: position error that counts as one unit [m].
+        rotation_tolerance: rotation error that counts as one unit [rad].
+        adaptive_beta: improved (adaptive-β) Smooth-L1 on position; False: plain, β = 1 unit.
+        sign_invariant: geodesic quaternion loss; False: plain chordal ‖q̂ − q‖.
+        entropy_weight: λ of the fusion-entropy term (0: off).
+        rotation_weight: weight of the rotation term against the position term.
+        beta_kappa: β follows κ × the running median error [units].
+        beta_min: smallest β [units].
+        beta_max: largest β [units].
+        beta_momentum: momentum of the running median.
+    """
+
+    position_tolerance: float = 0.005
+    rotation_tolerance: float = math.radians(2.0)
+    adaptive_beta: bool = True
+    sign_invariant: bool = True
+    entropy_weight: float = 0.01
+    rotation_weight: float = 1.0
+    beta_kappa: float = 1.0
+    beta_min: float = 0.05
+    beta_max: float = 20.0
+    beta_momentum: float = 0.98
+
+    def __post_init__(self) -> None:
+        for name in ("position_tolerance", "rotation_tolerance", "beta_kappa", "beta_min"):
+            if not getattr(self, name) > 0:
+                raise HikError(f"loss {name} must be positive, got {getattr(self, name)}")
+        if not self.beta_min < self.beta_max:
+            raise HikError(f"loss beta_min must be below beta_max, got {self.beta_min}, {self.beta_max}")
+        if not 0 <= self.beta_momentum < 1:
+            raise HikError(f"loss beta_momentum must be in [0, 1), got {self.beta_momentum}")
+        if not self.rotation_weight >= 0 or not math.isfinite(self.entropy_weight):
+            raise HikError("loss rotation_weight must be >= 0 and entropy_weight finite")
+
+
+class LossTerms(NamedTuple):
+    """The loss and its parts (scalars).
+
+    Attributes:
+        total: what is minimised.
+        position: position term [tolerance units].
+        rotation: rotation term [tolerance units].
+        entropy: mean fusion entropy [nats] (0 for networks without fusion).
+        beta: the Smooth-L1 β used [tolerance units].
+    """
+
+    total: torch.Tensor
+    position: torch.Tensor
+    rotation: torch.Tensor
+    entropy: torch.Tensor
+    beta: float
+
+
+def adaptive_smooth_l1(error: torch.Tensor, beta: float) -> torch.Tensor:
+    """Smooth-L1 of non-negative errors: ``0.5·e²/β`` below β, ``e − 0.5·β`` above; (B,) → (B,)."""
+    return torch.where(error < beta, 0.5 * error * error / beta, error - 0.5 * beta)
+
+
+def geodesic_angle(quat: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
+    """Rotation angle between quaternions, (B, 4) × (B, 4) → (B,) [rad]; same for q and −q.
+
+    Unlike :func:`hik_sim.rotations.rotation_error`, a tiny floor under the norm keeps the
+    gradient finite at exactly zero error (training targets can be reached exactly).
+    """
+    conj = quat * quat.new_tensor([1.0, -1.0, -1.0, -1.0])
+    rel = quaternion_multiply(conj, target_quat)
+    vec_norm = torch.sqrt((rel[..., 1:] ** 2).sum(-1) + 1e-20)
+    return 2 * torch.atan2(vec_norm, rel[..., 0].abs())
+
+
+def fusion_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Mean Shannon entropy [nats] of fusion weights (B, K, 3) → scalar in [0, log 3]."""
+    return -(weights * torch.log(weights.clamp_min(1e-12))).sum(-1).mean()
+
+
+class CompositeLoss(nn.Module):
+    """The composite loss; holds the running median error that drives the adaptive β.
+
+    Args:
+        config: switches and weights.
+    """
+
+    def __init__(self, config: LossConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or LossConfig()
+        self.register_buffer("running_error", torch.tensor(-1.0, dtype=torch.float64))  # < 0: not yet seen
+
+    @property
+    def beta(self) -> float:
+        """The current Smooth-L1 β [tolerance units]."""
+        c = self.config
+        if not c.adaptive_beta:
+            return 1.0
+        if self.running_error.item() < 0:
+            return c.beta_max
+        return min(max(c.beta_kappa * self.running_error.item(), c.beta_min), c.beta_max)
+
+    def forward(self, pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor,
+                fusion_weights: torch.Tensor | None = None) -> LossTerms:
+        """Loss of reached poses against targets.
+
+        Args:
+            pos: (B, 3) reached positions [m] (FK of the prediction).
+            quat: (B, 4) reached orientations, wxyz.
+            target_pos: (B, 3) [m].
+            target_quat: (B, 4) wxyz.
+            fusion_weights: (B, K, 3) or ``None``.
+
+        Returns:
+            :class:`LossTerms`.
+        """
+        c = self.config
+        error = torch.linalg.vector_norm(pos - target_pos, dim=-1) / c.position_tolerance
+        if c.adaptive_beta and self.training:
+            median = error.detach().median().double()
+            if self.running_error.item() < 0:
+                self.running_error.copy_(median)
+            else:
+                self.running_error.mul_(c.beta_momentum).add_((1 - c.beta_momentum) * median)
+        beta = self.beta
+        position = adaptive_smooth_l1(error, beta).mean()
+        if c.sign_invariant:
+            rotation = (geodesic_angle(quat, target_quat) / c.rotation_tolerance).mean()
+        else:  # chordal distance: ≈ θ/2 for small errors, so θ-like units, but not sign-invariant
+            rotation = (torch.linalg.vector_norm(quat - target_quat, dim=-1) / (c.rotation_tolerance / 2)).mean()
+        entropy = fusion_entropy(fusion_weights) if fusion_weights is not None else pos.new_zeros(())
+        total = position + c.rotation_weight * rotation + c.entropy_weight * entropy
+        return LossTerms(total, position, rotation, entropy, beta)

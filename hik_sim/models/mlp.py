@@ -1,0 +1,41 @@
+"""The baseline: CycleIK's generator, an MLP from a pose to joint values.
+
+GELU hidden layers with Xavier initialisation and a tanh head mapped affinely onto the joint
+limits, so every output is a valid configuration by construction.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from hik_sim.models.common import IKOutput, LimitHead, xavier_init
+
+__all__ = ["MLPIK"]
+
+
+class MLPIK(nn.Module):
+    """Pose (B, 7) → joint values (B, m).
+
+    Args:
+        lower: (m,) lower limits of the output joints.
+        upper: (m,) upper limits.
+        hidden: width of each hidden layer.
+        layers: number of hidden layers.
+        in_features: input width (7: normalised position and quaternion).
+    """
+
+    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int = 512, layers: int = 4, in_features: int = 7) -> None:
+        super().__init__()
+        blocks: list[nn.Module] = []
+        width = in_features
+        for _ in range(layers):
+            blocks += [nn.Linear(width, hidden), nn.GELU()]
+            width = hidden
+        self.trunk = nn.Sequential(*blocks)
+        self.head = LimitHead(width, lower, upper)
+        xavier_init(self)
+
+    def forward(self, x: torch.Tensor) -> IKOutput:
+        """(B, 7) normalised pose → :class:`IKOutput` with ``q`` (B, m)."""
+        return IKOutput(self.head(self.trunk(x)))

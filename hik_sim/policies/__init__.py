@@ -1,0 +1,51 @@
+"""Policies: the IK networks hik_sim ships, ready to load by robot and model name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hik_sim.errors import HikError
+
+__all__ = ["PRETRAINED_DIR", "pretrained_path", "pretrained_names", "load_pretrained"]
+
+PRETRAINED_DIR = Path(__file__).parent / "pretrained"
+
+
+def pretrained_names() -> list[str]:
+    """Every shipped checkpoint as ``robot/name`` (e.g. ``irb120/harmoatt``, ``irb120/harmoatt_q6fixed``)."""
+    return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
+
+
+def pretrained_path(robot: str, model: str) -> Path:
+    """The shipped checkpoint file of ``robot`` and ``model``.
+
+    Raises:
+        HikError: no such checkpoint (the message lists the shipped ones).
+    """
+    path = PRETRAINED_DIR / robot / f"{model}.pt"
+    if not path.is_file():
+        raise HikError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
+    return path
+
+
+def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork
+    """The shipped IK network of a registered robot, checked against that robot's URDF.
+
+    Args:
+        robot: registered robot name.
+        model: ``harmoatt``, ``mlp``, or another shipped name such as ``harmoatt_q6fixed``.
+        map_location: where the weights go.
+
+    Returns:
+        The :class:`~hik_sim.network.IKNetwork` (eval mode); its card is ``network.card``.
+
+    Raises:
+        HikError: unknown robot, no such checkpoint, or a checkpoint that does not fit the robot.
+    """
+    from hik_sim.checkpoint import load_checkpoint
+    from hik_sim.robots import get_robot
+
+    spec = get_robot(robot)
+    network, card = load_checkpoint(pretrained_path(robot, model), robot=spec, map_location=map_location)
+    network.card = card
+    return network

@@ -1,0 +1,362 @@
+"""Training IK networks from the URDF alone: ``python -m hik_sim.train``.
+
+Every step draws a fresh batch of configurations uniform in the joint limits, computes their poses
+by batched FK (:class:`~hik_sim.kinematics.Chain`), asks the network for joints that reach those
+poses, and minimises the :class:`~hik_sim.losses.CompositeLoss` of the poses those joints reach
+(FK again, differentiable). AdamW with a short warm-up and a cosine decay over the budget (steps or
+minutes). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
+set. The result is a checkpoint with its card (:mod:`hik_sim.checkpoint`), resumable.
+
+Multi-GPU: ``torchrun --nproc_per_node N -m hik_sim.train ...`` trains with DistributedDataParallel
+(each process draws its own batches; rank 0 validates and saves).
+
+Examples::
+
+    python -m hik_sim.train --robot irb120 --model harmoatt --steps 200
+    python -m hik_sim.train --robot irb120 --model mlp --minutes 15 --fix-joint joint_6=0
+    python -m hik_sim.train --urdf arm.urdf --base base_link --ee tool0 --model harmoatt --steps 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+import hik_sim
+from hik_sim.checkpoint import Card, read_checkpoint, save_checkpoint
+from hik_sim.data import EvalSet, FKStream, JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.losses import CompositeLoss, LossConfig
+from hik_sim.metrics import accuracy_metrics
+from hik_sim.models import MODEL_KINDS, parameter_count
+from hik_sim.network import IKNetwork
+from hik_sim.robots import RobotSpec
+from hik_sim.rotations import position_error, rotation_error
+
+__all__ = ["TrainConfig", "TrainResult", "train", "evaluate_network", "main"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a network is trained.
+
+    Attributes:
+        model: ``harmoatt`` or ``mlp``.
+        steps: optimiser steps (the budget when ``minutes`` is not set).
+        minutes: wall-clock budget [min]; when set, training stops at whichever of steps and
+            minutes comes first, and the learning rate follows the time.
+        batch: configurations per step.
+        lr: peak learning rate.
+        weight_decay: AdamW weight decay.
+        warmup_steps: linear warm-up steps.
+        final_lr_fraction: the cosine decay ends at this fraction of ``lr``.
+        grad_clip: gradient-norm clip.
+        seed: seed of the weights' initialisation and of the training batches.
+        device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
+        fixed_joints: joints held at fixed values; the network outputs the others.
+        model_options: the model's constructor arguments.
+        loss: the composite loss's switches.
+        eval_size: validation targets.
+        eval_seed: seed of the validation set.
+        eval_every: steps between validations (also at the end).
+        normalizer_samples: FK samples that measure the workspace bounds.
+    """
+
+    model: str = "harmoatt"
+    steps: int = 2000
+    minutes: float | None = None
+    batch: int = 1024
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    warmup_steps: int = 100
+    final_lr_fraction: float = 0.02
+    grad_clip: float = 1.0
+    seed: int = 0
+    device: str = "auto"
+    fixed_joints: tuple[tuple[str, float], ...] = ()
+    model_options: tuple[tuple[str, Any], ...] = ()
+    loss: LossConfig = field(default_factory=LossConfig)
+    eval_size: int = 2000
+    eval_seed: int = 12345
+    eval_every: int = 100
+    normalizer_samples: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.model not in MODEL_KINDS:
+            raise HikError(f"unknown model {self.model!r}; models are: {', '.join(MODEL_KINDS)}")
+        if self.steps < 1:
+            raise HikError(f"steps must be at least 1, got {self.steps}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise HikError(f"minutes must be positive, got {self.minutes}")
+        if self.batch < 1 or self.eval_size < 1 or self.eval_every < 1 or self.normalizer_samples < 100:
+            raise HikError("batch, eval_size and eval_every must be at least 1 and normalizer_samples at least 100")
+        if not (self.lr > 0 and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0 and self.grad_clip > 0):
+            raise HikError("lr and grad_clip must be positive, final_lr_fraction in (0, 1], warmup_steps >= 0")
+        if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise HikError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (recorded in the checkpoint's card)."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TrainConfig":
+        """The config of a dict written by :meth:`to_json`."""
+        data = dict(data)
+        data["loss"] = LossConfig(**data.get("loss", {}))
+        data["fixed_joints"] = tuple((str(k), float(v)) for k, v in data.get("fixed_joints", ()))
+        data["model_options"] = tuple((str(k), v) for k, v in data.get("model_options", ()))
+        return cls(**data)
+
+
+class TrainResult(NamedTuple):
+    """What :func:`train` returns.
+
+    Attributes:
+        network: the trained network (eval mode, on the training device).
+        card: its card.
+        path: the checkpoint written, or ``None``.
+        history: one dict per validation (step, elapsed [s], loss, metrics).
+    """
+
+    network: IKNetwork
+    card: Card
+    path: Path | None
+    history: list[dict[str, float]]
+
+
+def _device(name: str, local_rank: int) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise HikError("device cuda asked for, but torch sees no CUDA device; use --device cpu")
+        return torch.device("cuda", local_rank) if name == "cuda" else torch.device(name)
+    return torch.device("cpu")
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(hik_sim.__file__).parent, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+@torch.no_grad()
+def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch: int = 8192) -> dict[str, float]:
+    """Accuracy of a network on an evaluation set (float64 FK of its float32 answers).
+
+    Returns:
+        :func:`hik_sim.metrics.accuracy_metrics` of the set.
+    """
+    errors_pos, errors_rot = [], []
+    target = eval_set.batch
+    for start in range(0, eval_set.size, batch):
+        stop = start + batch
+        q = network.solve(target.pos[start:stop], target.quat[start:stop]).double().cpu()
+        pose = chain.fk(q)
+        errors_pos.append(position_error(pose.pos, target.pos[start:stop]))
+        errors_rot.append(rotation_error(pose.quat, target.quat[start:stop]))
+    return accuracy_metrics(torch.cat(errors_pos), torch.cat(errors_rot))
+
+
+def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    floor = config.final_lr_fraction
+    return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | None = None,
+          resume: str | os.PathLike[str] | None = None, progress: bool = True) -> TrainResult:
+    """Train an IK network for ``robot``.
+
+    Args:
+        robot: the robot.
+        config: the training configuration.
+        out: where to write the checkpoint (and its ``.json`` card); ``None``: write nothing.
+        resume: a checkpoint to continue from (its config must match ``config``'s model).
+        progress: show a tqdm progress bar.
+
+    Returns:
+        :class:`TrainResult`.
+
+    Raises:
+        HikError: bad configuration, fixed joints, device, or resume checkpoint.
+    """
+    from tqdm.auto import tqdm
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = _device(config.device, local_rank)
+    if world > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    chain = Chain(robot)
+    selection = JointSelection.for_chain(chain, dict(config.fixed_joints))
+    normalizer = PoseNormalizer.measure(chain, selection, samples=config.normalizer_samples, seed=config.seed)
+    eval_set = make_eval_set(chain, config.eval_seed, config.eval_size, selection)
+    lower, upper = chain.limits(torch.float32)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        network = IKNetwork(config.model, lower, upper, normalizer, selection, dict(config.model_options))
+    network.to(device)
+    loss_fn = CompositeLoss(config.loss).to(device)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    generator = torch.Generator(device=device).manual_seed(config.seed + 1000 * rank)
+    step, elapsed_before, history = 0, 0.0, []
+    if resume is not None:
+        payload = read_checkpoint(resume, map_location=device)
+        state = payload.get("resume")
+        if state is None:
+            raise HikError(f"{resume} holds no training state to resume from (it was saved without it)")
+        Card.from_json(payload["card"]).check_robot(robot)
+        if payload["card"]["model"] != config.model:
+            raise HikError(f"{resume} is a {payload['card']['model']!r} model, the config asks for {config.model!r}")
+        network.load_state_dict(payload["state_dict"])
+        optimizer.load_state_dict(state["optimizer"])
+        loss_fn.load_state_dict(state["loss"])
+        generator.set_state(state["generator"].cpu() if device.type == "cpu" else state["generator"])
+        step, elapsed_before, history = int(state["step"]), float(state["elapsed"]), list(state["history"])
+    model = network
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
+    stream = FKStream(chain, config.batch, generator, selection, torch.float32, device)
+    budget_s = config.minutes * 60 if config.minutes is not None else math.inf
+    show = progress and rank == 0
+    bar = tqdm(total=config.steps, initial=step, disable=not show, desc=f"{robot.name} {config.model}", unit="step",
+               dynamic_ncols=True)
+    start = time.perf_counter()
+    metrics: dict[str, float] = history[-1] if history else {}
+    network.train()
+
+    def elapsed() -> float:
+        return elapsed_before + time.perf_counter() - start
+
+    while step < config.steps and elapsed() < budget_s:
+        batch = next(stream)
+        lr = _learning_rate(config, step, max(step / config.steps, elapsed() / budget_s))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        out_net = model(batch.pos, batch.quat)
+        reached = chain.fk(out_net.q)
+        terms = loss_fn(reached.pos, reached.quat, batch.pos, batch.quat, out_net.fusion_weights)
+        optimizer.zero_grad(set_to_none=True)
+        terms.total.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
+        optimizer.step()
+        step += 1
+        bar.update(1)
+        last = step >= config.steps or elapsed() >= budget_s
+        if rank == 0 and (step % config.eval_every == 0 or last):
+            metrics = {"step": step, "elapsed_s": elapsed(), "loss": float(terms.total.detach()), "beta": terms.beta,
+                       "entropy": float(terms.entropy.detach()), **evaluate_network(network, chain, eval_set)}
+            network.train()
+            history.append(metrics)
+            bar.set_postfix(pos=f"{metrics['pos_mean_mm']:.1f}mm", rot=f"{metrics['rot_mean_deg']:.1f}°",
+                            ok=f"{100 * metrics['success_5mm_2deg']:.1f}%", lr=f"{lr:.1e}")
+    bar.close()
+    network.eval()
+    seconds = elapsed()
+    card = Card(
+        robot=robot.name, urdf_sha256=robot.urdf_sha256(), base_link=robot.base_link, ee_link=robot.ee_link,
+        joint_names=robot.joint_names, lower=robot.lower, upper=robot.upper, fixed_joints=dict(config.fixed_joints),
+        model=config.model, model_options=dict(config.model_options), parameters=parameter_count(network.model),
+        pos_min=tuple(normalizer.pos_min.tolist()), pos_max=tuple(normalizer.pos_max.tolist()),
+        config=config.to_json(), steps=step, training_seconds=round(seconds, 2),
+        device=str(device) + (f" x{world}" if world > 1 else ""), git_commit=_git_commit(),
+        metrics={k: v for k, v in metrics.items() if k not in ("step",)} | {"steps_per_second": step / max(seconds, 1e-9)},
+        eval_set={"seed": config.eval_seed, "size": config.eval_size, "sha256": eval_set.sha256},
+        versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__},
+    )
+    path = None
+    if out is not None and rank == 0:
+        resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generator.get_state(),
+                        "step": step, "elapsed": seconds, "history": history}
+        path = save_checkpoint(out, network, card, resume_state)
+    return TrainResult(network, card, path, history)
+
+
+def _key_value(text: str, what: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError(f"{what} must look like NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _option_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hik_sim.train``: train an IK network and write its checkpoint and card."""
+    from hik_sim.cli import add_robot_arguments, robot_from_args
+
+    parser = argparse.ArgumentParser(prog="python -m hik_sim.train", description=main.__doc__)
+    add_robot_arguments(parser)
+    defaults = TrainConfig()
+    parser.add_argument("--model", choices=MODEL_KINDS, default=defaults.model, help="network (default harmoatt)")
+    parser.add_argument("--steps", type=int, default=defaults.steps, help=f"optimiser steps (default {defaults.steps})")
+    parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget [min]; stops at steps or minutes")
+    parser.add_argument("--batch", type=int, default=defaults.batch, help=f"batch size (default {defaults.batch})")
+    parser.add_argument("--lr", type=float, default=defaults.lr, help=f"peak learning rate (default {defaults.lr})")
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed (default 0)")
+    parser.add_argument("--device", default=defaults.device, help="auto (default: cuda when available), cpu, cuda, cuda:N")
+    parser.add_argument("--fix-joint", action="append", default=[], metavar="NAME=VALUE",
+                        type=lambda t: _key_value(t, "--fix-joint"), help="hold a chain joint at VALUE [rad]; repeatable")
+    parser.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                        type=lambda t: _key_value(t, "--model-option"),
+                        help="model constructor argument, e.g. hidden=512 (mlp) or channels=16 (harmoatt); repeatable")
+    parser.add_argument("--no-adaptive-beta", action="store_true", help="plain Smooth-L1 on position (ablation)")
+    parser.add_argument("--no-sign-invariant", action="store_true", help="plain quaternion loss (ablation)")
+    parser.add_argument("--entropy-weight", type=float, default=defaults.loss.entropy_weight,
+                        help=f"fusion-entropy weight λ, 0 = off (default {defaults.loss.entropy_weight})")
+    parser.add_argument("--eval-size", type=int, default=defaults.eval_size, help="validation targets (default 2000)")
+    parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
+    parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
+    parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    try:
+        robot = robot_from_args(args)
+        fixed = tuple((name, float(value)) for name, value in args.fix_joint)
+        loss = LossConfig(adaptive_beta=not args.no_adaptive_beta, sign_invariant=not args.no_sign_invariant,
+                          entropy_weight=args.entropy_weight)
+        config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
+                             seed=args.seed, device=args.device, fixed_joints=fixed,
+                             model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
+                             eval_size=args.eval_size, eval_every=args.eval_every)
+        out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
+        result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
+    except ValueError as exc:  # float("x") in --fix-joint
+        parser.exit(2, f"error: {exc}\n")
+    except HikError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    m, card = result.card.metrics, result.card
+    print(f"trained {card.model} for {card.robot}: {card.steps} steps in {card.training_seconds:.1f} s "
+          f"({m['steps_per_second']:.1f} steps/s) on {card.device}, {card.parameters:,} parameters")
+    print(f"validation ({card.eval_set['size']} targets): position {m['pos_mean_mm']:.2f} mm mean / {m['pos_median_mm']:.2f} median, "
+          f"rotation {m['rot_mean_deg']:.2f}° mean / {m['rot_median_deg']:.2f} median, "
+          f"success {100 * m['success_5mm_2deg']:.1f}% (5 mm, 2°), {100 * m['success_10mm_20deg']:.1f}% (10 mm, 20°)")
+    if result.path:
+        print(f"checkpoint   {result.path}\ncard         {result.path.with_suffix('.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

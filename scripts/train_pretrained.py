@@ -1,0 +1,77 @@
+"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp}, plus IRB120 with q6 fixed.
+
+Each pair is trained under the same budget (steps, batch, seed); the MLP's width is chosen so that
+its parameter count matches HarmoAtt-IK's for that robot (within 1 %), as the ablation requires.
+Checkpoints are written without optimiser state to ``hik_sim/policies/pretrained/<robot>/<name>.pt``
+with their cards beside them (``.json``), and an index of all of them to
+``hik_sim/policies/pretrained/index.json``.
+
+Usage::
+
+    python scripts/train_pretrained.py                       # all, the shipped budget
+    python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from hik_sim.checkpoint import save_checkpoint
+from hik_sim.models import build_model, mlp_hidden_for, parameter_count
+from hik_sim.policies import PRETRAINED_DIR
+from hik_sim.robots import get_robot, robot_names
+from hik_sim.train import TrainConfig, train
+
+FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
+
+
+def jobs(robots: list[str]) -> list[tuple[str, str, str, tuple[tuple[str, float], ...]]]:
+    """(robot, model, file stem, fixed joints) for every checkpoint to train."""
+    out = []
+    for robot in robots:
+        out += [(robot, "harmoatt", "harmoatt", ()), (robot, "mlp", "mlp", ())]
+        if robot in FIXED_Q6:
+            out.append((robot, "harmoatt", "harmoatt_q6fixed", FIXED_Q6[robot]))
+    return out
+
+
+def matched_mlp_options(robot_name: str, fixed: tuple[tuple[str, float], ...]) -> tuple[tuple[str, int], ...]:
+    """MLP width whose parameter count matches HarmoAtt-IK's for this robot."""
+    outputs = get_robot(robot_name).dof - len(fixed)
+    target = parameter_count(build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs)))
+    return (("hidden", mlp_hidden_for(target, outputs)),)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="*", default=list(robot_names()), help="robots (default: all registered)")
+    parser.add_argument("--steps", type=int, default=4000, help="steps per checkpoint (default 4000)")
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
+    args = parser.parse_args(argv)
+    index_path = args.out / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    for robot_name, model, stem, fixed in jobs(args.robots):
+        options = matched_mlp_options(robot_name, fixed) if model == "mlp" else ()
+        config = TrainConfig(model=model, steps=args.steps, batch=args.batch, seed=args.seed, device=args.device,
+                             fixed_joints=fixed, model_options=options, eval_size=10_000, eval_every=500)
+        result = train(get_robot(robot_name), config, out=None)
+        path = save_checkpoint(args.out / robot_name / f"{stem}.pt", result.network.cpu(), result.card)
+        m = result.card.metrics
+        index[f"{robot_name}/{stem}"] = {"path": str(path.relative_to(args.out)), "steps": result.card.steps,
+                                         "training_seconds": result.card.training_seconds, "metrics": m}
+        index_path.write_text(json.dumps(index, indent=2) + "\n")
+        print(f"{robot_name:7s} {stem:17s} {m['pos_mean_mm']:8.2f} mm {m['rot_mean_deg']:7.2f} deg "
+              f"{100 * m['success_5mm_2deg']:5.1f}% {result.card.training_seconds:7.1f} s", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""IK networks (MLP baseline, HarmoAtt-IK), the composite loss and the FK data they learn from."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from hik_sim.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.losses import CompositeLoss, LossConfig, adaptive_smooth_l1, fusion_entropy, geodesic_angle
+from hik_sim.models import MODEL_KINDS, build_model, mlp_hidden_for, parameter_count
+from hik_sim.rotations import quaternion_multiply, rotation_error
+
+TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "head_hidden": 32}}
+
+
+def _limits(n: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
+    lower = torch.linspace(-3.0, -0.5, n)
+    return lower, lower + torch.linspace(0.2, 7.0, n)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_outputs_stay_inside_the_limits_for_any_input(kind: str) -> None:
+    lower, upper = _limits()
+    torch.manual_seed(0)
+    model = build_model(kind, lower, upper)
+    with torch.no_grad():
+        for p in model.parameters():  # large weights drive tanh into saturation
+            p.mul_(50)
+    inputs = torch.cat((torch.randn(256, 7), torch.randn(64, 7) * 1e6, torch.zeros(4, 7), torch.full((4, 7), -1e6)))
+    q = model(inputs).q
+    assert q.shape == (328, 6)
+    assert torch.isfinite(q).all()
+    assert (q >= lower).all() and (q <= upper).all()
+
+
+def test_harmoatt_fusion_weights_sum_to_one_and_temperature_is_bounded() -> None:
+    lower, upper = _limits()
+    model = build_model("harmoatt", lower, upper, blocks=3, tau_min=0.5, tau_max=2.0)
+    out = model(torch.randn(100, 7) * 3)
+    assert out.fusion_weights.shape == (100, 3, 3)
+    assert torch.allclose(out.fusion_weights.sum(-1), torch.ones(100, 3), atol=1e-6)
+    assert (out.fusion_weights > 0).all()
+    assert (out.temperature >= 0.5).all() and (out.temperature <= 2.0).all()
+    assert build_model("mlp", lower, upper)(torch.randn(3, 7)).fusion_weights is None
+
+
+def test_parameter_matching_and_bad_options() -> None:
+    lower, upper = _limits()
+    target = parameter_count(build_model("harmoatt", lower, upper))
+    mlp = build_model("mlp", lower, upper, hidden=mlp_hidden_for(target, 6))
+    assert abs(parameter_count(mlp) - target) / target < 0.01
+    with pytest.raises(HikError, match="models are: harmoatt, mlp"):
+        build_model("transformer", lower, upper)
+    with pytest.raises(HikError, match="bad options"):
+        build_model("mlp", lower, upper, width=3)
+    with pytest.raises(HikError, match="tau_min"):
+        build_model("harmoatt", lower, upper, tau_min=2.0, tau_max=1.0)
+
+
+def _random_quaternions(n: int, seed: int) -> torch.Tensor:
+    q = torch.randn(n, 4, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return q / q.norm(dim=-1, keepdim=True)
+
+
+def test_quaternion_loss_is_sign_invariant_and_the_geodesic_angle() -> None:
+    a, b = _random_quaternions(300, 0), _random_quaternions(300, 1)
+    angle = geodesic_angle(a, b)
+    assert torch.allclose(angle, geodesic_angle(a, -b), atol=1e-12)
+    assert torch.allclose(angle, geodesic_angle(-a, b), atol=1e-12)
+    assert torch.allclose(angle, rotation_error(a, b), atol=1e-9)
+    loss = CompositeLoss(LossConfig(entropy_weight=0.0))
+    pos = torch.zeros(300, 3, dtype=torch.float64)
+    assert torch.allclose(loss(pos, a, pos, b).rotation, loss(pos, a, pos, -b).rotation)
+    plain = CompositeLoss(LossConfig(sign_invariant=False))
+    assert not torch.allclose(plain(pos, a, pos, b).rotation, plain(pos, a, pos, -b).rotation)
+    # the gradient stays finite at zero error
+    q = a.clone().requires_grad_(True)
+    geodesic_angle(q, a).sum().backward()
+    assert torch.isfinite(q.grad).all()
+
+
+def test_adaptive_beta_follows_the_error_scale() -> None:
+    config = LossConfig(entropy_weight=0.0, beta_momentum=0.5)
+    loss = CompositeLoss(config).train()
+    target = torch.zeros(512, 3)
+    quat = torch.tensor([[1.0, 0, 0, 0]]).expand(512, 4)
+    betas = []
+    for scale in (0.05, 0.02, 0.005, 0.001, 0.0002):  # errors shrinking as training converges [m]
+        pos = torch.randn(512, 3, generator=torch.Generator().manual_seed(0)) * scale
+        for _ in range(10):
+            betas.append(loss(pos, quat, target, quat).beta)
+    assert betas[-1] < betas[9] / 20  # β shrank with the errors
+    assert config.beta_min <= min(betas) and max(betas) <= config.beta_max
+    assert CompositeLoss(LossConfig(adaptive_beta=False)).beta == 1.0
+    errors = torch.tensor([0.0, 0.5, 1.0, 4.0])
+    assert torch.allclose(adaptive_smooth_l1(errors, 1.0), torch.tensor([0.0, 0.125, 0.5, 3.5]))
+
+
+def test_entropy_regulariser_moves_the_fusion_weights_as_designed() -> None:
+    lower, upper = _limits()
+    x = torch.randn(256, 7, generator=torch.Generator().manual_seed(0))
+    results = {}
+    for sign in (+1.0, -1.0):
+        torch.manual_seed(0)
+        model = build_model("harmoatt", lower, upper, **TINY["harmoatt"])
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        start = float(fusion_entropy(model(x).fusion_weights).detach())
+        for _ in range(30):  # the entropy term alone, with its sign
+            loss = sign * fusion_entropy(model(x).fusion_weights)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        results[sign] = (start, float(fusion_entropy(model(x).fusion_weights).detach()))
+    assert results[1.0][1] < results[1.0][0] - 0.1  # +λ·H (the default sign) sharpens the fusion
+    assert results[-1.0][1] > results[-1.0][0]  # −λ·H spreads it towards uniform
+    assert results[-1.0][1] <= math.log(3) + 1e-6
+    assert LossConfig().entropy_weight > 0
+
+
+def test_fk_stream_and_eval_sets(robot) -> None:  # noqa: ANN001
+    chain = Chain(robot)
+    stream = FKStream(chain, 64, torch.Generator().manual_seed(3))
+    first, second = next(stream), next(stream)
+    assert not torch.equal(first.q, second.q)  # fresh every batch
+    lower, upper = chain.limits()
+    assert (first.q >= lower).all() and (first.q <= upper).all()
+    assert torch.allclose(chain.fk(first.q).pos, first.pos)
+    again = next(FKStream(chain, 64, torch.Generator().manual_seed(3)))
+    assert torch.equal(again.q, first.q)
+    a, b = make_eval_set(chain, 7, 100), make_eval_set(chain, 7, 100)
+    assert a.sha256 == b.sha256 and torch.equal(a.batch.q, b.batch.q)
+    assert make_eval_set(chain, 8, 100).sha256 != a.sha256
+    normalizer = PoseNormalizer.measure(chain, samples=20_000)
+    x = normalizer(a.batch.pos.float(), a.batch.quat.float())
+    assert x.shape == (100, 7) and (x[:, :3].abs() <= 1).all() and (x[:, 3] >= 0).all()
+
+
+def test_fixed_joints_stay_fixed_and_bad_selections_are_rejected() -> None:
+    from conftest import robot_by_id
+
+    chain = Chain(robot_by_id("irb120"))
+    selection = JointSelection.for_chain(chain, {"joint_6": 0.5})
+    assert selection.free_names == tuple(f"joint_{i}" for i in range(1, 6))
+    batch = next(FKStream(chain, 32, torch.Generator().manual_seed(0), selection))
+    assert torch.all(batch.q[:, 5] == 0.5)
+    assert torch.allclose(chain.fk(batch.q).pos, batch.pos)
+    assert torch.equal(selection.expand(selection.free(batch.q)), batch.q)
+    with pytest.raises(HikError, match="chain joints are"):
+        JointSelection.for_chain(chain, {"joint_7": 0.0})
+    with pytest.raises(HikError, match="outside its limits"):
+        JointSelection.for_chain(chain, {"joint_2": 3.0})
+    with pytest.raises(HikError, match="at least one joint"):
+        JointSelection.for_chain(chain, {f"joint_{i}": 0.0 for i in range(1, 7)})
+
+
+def test_rotation_helpers_compose() -> None:
+    a = _random_quaternions(10, 2)
+    identity = torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
+    assert torch.allclose(quaternion_multiply(a, identity.expand(10, 4)), a)

@@ -1,0 +1,135 @@
+"""Training, checkpoints and the shipped networks, on tiny CPU configurations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import USER_URDF, robot_by_id, user_robot
+
+from hik_sim.checkpoint import Card, load_checkpoint, read_checkpoint
+from hik_sim.data import make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.losses import LossConfig
+from hik_sim.train import TrainConfig, evaluate_network, train
+from hik_sim.train import main as train_main
+
+TINY = {
+    "mlp": (("hidden", 64), ("layers", 2)),
+    "harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("head_hidden", 64)),
+}
+
+
+def tiny_config(model: str, steps: int = 40, **changes) -> TrainConfig:  # noqa: ANN003
+    base = dict(model=model, steps=steps, batch=128, lr=3e-3, warmup_steps=5, model_options=TINY[model], eval_size=256,
+                eval_every=20, normalizer_samples=5000, device="cpu")
+    return TrainConfig(**(base | changes))
+
+
+@pytest.mark.parametrize("model", ["mlp", "harmoatt"])
+def test_a_tiny_model_lowers_its_error(model: str) -> None:
+    result = train(robot_by_id("irb120"), tiny_config(model, steps=60), progress=False)
+    first, last = result.history[0], result.history[-1]
+    assert len(result.history) == 3 and last["step"] == 60
+    assert last["pos_mean_mm"] < first["pos_mean_mm"]
+    assert last["loss"] < first["loss"]
+    # the card's metrics are what the network does on the validation set
+    chain = Chain(robot_by_id("irb120"))
+    again = evaluate_network(result.network, chain, make_eval_set(chain, 12345, 256))
+    assert again["pos_mean_mm"] == pytest.approx(result.card.metrics["pos_mean_mm"], rel=1e-9)
+
+
+def test_same_seed_same_weights_on_cpu() -> None:
+    config = tiny_config("harmoatt", steps=15)
+    a = train(robot_by_id("irb120"), config, progress=False).network.state_dict()
+    b = train(robot_by_id("irb120"), config, progress=False).network.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    c = train(robot_by_id("irb120"), tiny_config("harmoatt", steps=15, seed=1), progress=False).network.state_dict()
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_checkpoint_round_trip_and_resume(tmp_path) -> None:  # noqa: ANN001
+    robot = robot_by_id("irb120")
+    path = tmp_path / "net.pt"
+    result = train(robot, tiny_config("harmoatt", steps=20), out=path, progress=False)
+    network, card = load_checkpoint(path, robot=robot)
+    pos, quat = torch.randn(16, 3) * 0.3, torch.nn.functional.normalize(torch.randn(16, 4), dim=-1)
+    assert torch.equal(network.solve(pos, quat), result.network.solve(pos, quat))
+    assert card == result.card
+    saved = json.loads(path.with_suffix(".json").read_text())
+    assert saved["robot"] == "irb120" and saved["joint_names"] == list(robot.joint_names)
+    for key in ("urdf_sha256", "lower", "upper", "fixed_joints", "pos_min", "pos_max", "config", "git_commit",
+                "training_seconds", "device", "metrics", "eval_set"):
+        assert key in saved
+    assert TrainConfig.from_json(saved["config"]) == tiny_config("harmoatt", steps=20)
+    resumed = train(robot, tiny_config("harmoatt", steps=30), out=tmp_path / "more.pt", resume=path, progress=False)
+    assert resumed.card.steps == 30 and len(resumed.history) == len(result.history) + 1
+
+
+def test_wrong_robot_and_corrupt_checkpoints_are_hik_errors(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "net.pt"
+    train(robot_by_id("irb120"), tiny_config("mlp", steps=2), out=path, progress=False)
+    with pytest.raises(HikError, match="does not fit robot 'panda'"):
+        load_checkpoint(path, robot=robot_by_id("panda"))
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(HikError, match="not a readable hik_sim checkpoint"):
+        load_checkpoint(corrupt)
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)
+    with pytest.raises(HikError, match="not a hik_sim checkpoint"):
+        load_checkpoint(other)
+    with pytest.raises(HikError, match="not found"):
+        load_checkpoint(tmp_path / "missing.pt")
+    payload = read_checkpoint(path)
+    payload["state_dict"] = {k: v[..., :1] for k, v in payload["state_dict"].items()}
+    torch.save(payload, tmp_path / "shapes.pt")
+    with pytest.raises(HikError, match="do not fit"):
+        load_checkpoint(tmp_path / "shapes.pt")
+    with pytest.raises(HikError, match="not a hik_sim checkpoint card"):
+        Card.from_json({"robot": "x"})
+
+
+def test_fixed_joint_training_outputs_the_free_joints_only() -> None:
+    result = train(robot_by_id("irb120"), tiny_config("mlp", steps=5, fixed_joints=(("joint_6", 0.25),)), progress=False)
+    q = result.network.solve(torch.randn(8, 3) * 0.3, torch.nn.functional.normalize(torch.randn(8, 4), dim=-1))
+    assert q.shape == (8, 6) and torch.all(q[:, 5] == 0.25)
+    assert result.network.model.head.linear.out_features == 5
+
+
+def test_config_validation() -> None:
+    with pytest.raises(HikError, match="models are"):
+        TrainConfig(model="cnn")
+    with pytest.raises(HikError, match="steps"):
+        TrainConfig(steps=0)
+    with pytest.raises(HikError, match="device"):
+        TrainConfig(device="tpu")
+    with pytest.raises(HikError, match="positive"):
+        LossConfig(position_tolerance=0)
+
+
+def test_train_command_for_a_registered_and_a_user_robot(tmp_path, capsys) -> None:  # noqa: ANN001
+    options = [arg for key, value in TINY["harmoatt"] for arg in ("--model-option", f"{key}={value}")]
+    common = ["--model", "harmoatt", "--steps", "10", "--batch", "64", "--eval-size", "128", "--no-progress", *options]
+    assert train_main(["--robot", "irb120", *common, "--out", str(tmp_path / "irb.pt")]) == 0
+    assert "trained harmoatt for irb120: 10 steps" in capsys.readouterr().out
+    argv = ["--urdf", str(USER_URDF), "--base", "base", "--ee", "tool", *common, "--out", str(tmp_path / "user.pt")]
+    assert train_main(argv) == 0
+    network, card = load_checkpoint(tmp_path / "user.pt", robot=user_robot())
+    assert card.joint_names == ("yaw", "pitch", "extend", "roll")
+    with pytest.raises(SystemExit):
+        train_main(["--robot", "irb120", "--fix-joint", "joint_6"])
+    with pytest.raises(SystemExit):
+        train_main(["--robot", "irb120", "--fix-joint", "joint_9=0", "--steps", "1"])
+    assert "chain joints are" in capsys.readouterr().err
+
+
+def test_network_rejects_non_finite_and_misshapen_targets() -> None:
+    network = train(robot_by_id("irb120"), tiny_config("mlp", steps=1), progress=False).network
+    quat = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
+    with pytest.raises(HikError, match="finite"):
+        network.solve(torch.tensor([[float("nan"), 0.0, 0.3]]), quat)
+    with pytest.raises(HikError, match=r"\(B, 3\)"):
+        network.solve(torch.zeros(1, 2), quat)
