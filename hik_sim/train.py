@@ -202,7 +202,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = _device(config.device, local_rank)
-    if world > 1 and not torch.distributed.is_initialized():
+    started_group = world > 1 and not torch.distributed.is_initialized()
+    if started_group:
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
     chain = Chain(robot)
     selection = JointSelection.for_chain(chain, dict(config.fixed_joints))
@@ -286,6 +287,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generator.get_state(),
                         "step": step, "elapsed": seconds, "history": history}
         path = save_checkpoint(out, network, card, resume_state)
+    if started_group:
+        torch.distributed.destroy_process_group()
     return TrainResult(network, card, path, history)
 
 
@@ -347,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: {exc}\n")
     except HikError as exc:
         parser.exit(2, f"error: {exc}\n")
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # rank 0 reports
     m, card = result.card.metrics, result.card
     print(f"trained {card.model} for {card.robot}: {card.steps} steps in {card.training_seconds:.1f} s "
           f"({m['steps_per_second']:.1f} steps/s) on {card.device}, {card.parameters:,} parameters")

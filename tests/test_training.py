@@ -133,3 +133,17 @@ def test_network_rejects_non_finite_and_misshapen_targets() -> None:
         network.solve(torch.tensor([[float("nan"), 0.0, 0.3]]), quat)
     with pytest.raises(HikError, match=r"\(B, 3\)"):
         network.solve(torch.zeros(1, 2), quat)
+
+
+def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    out = tmp_path / "ddp.pt"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "hik_sim.train", "--robot", "irb120",
+           "--model", "mlp", "--steps", "4", "--batch", "32", "--eval-size", "64", "--model-option", "hidden=16",
+           "--device", "cpu", "--no-progress", "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("trained mlp for irb120: 4 steps") == 1  # rank 0 alone reports and saves
+    assert load_checkpoint(out)[1].device == "cpu x2"
