@@ -1,0 +1,348 @@
+"""IK solvers behind one interface: ``solve(target_pos, target_quat, q_init=None) → IKResult``.
+
+- :class:`NeuralIK` — a trained network, no refinement.
+- :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
+  analytic Jacobian of :class:`~hik_sim.kinematics.Chain`: Marquardt-scaled adaptive damping per
+  target, joint limits enforced at every step (projection), per-target early exit, and per-target
+  counts of FK and Jacobian evaluations.
+- :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
+  round after round, for the targets not yet solved, up to N seeds.
+- :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
+  tracking) seeds LM; targets that still fail get random restarts, so its success is never below
+  multistart's with as many restarts.
+
+Targets are poses of the end-effector in the chain's base frame: positions (B, 3) [m] and
+quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quaternions and wrong
+shapes raise :class:`~hik_sim.errors.HikError`. Every returned configuration lies inside the joint
+limits, and an unreachable target returns ``success=False`` with the best configuration found.
+
+The residual is 6-D: the position error [m] and the rotation error as an axis-angle vector
+[rad], weighted by ``rotation_weight`` [m/rad] so that both are comparable in length.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from hik_sim.data import JointSelection
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain, Pose
+from hik_sim.network import IKNetwork
+from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
+
+__all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "check_targets", "rotation_residual"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """A success criterion: both errors strictly below their thresholds.
+
+    Attributes:
+        position: [m] (default 5 mm, the hybrid-IK paper's).
+        rotation: [rad] (default 2°).
+    """
+
+    position: float = 0.005
+    rotation: float = math.radians(2.0)
+
+    def __post_init__(self) -> None:
+        if not (self.position > 0 and self.rotation > 0):
+            raise HikError(f"tolerances must be positive, got {self.position} m and {self.rotation} rad")
+
+    def met(self, pos_err: torch.Tensor, rot_err: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: which targets are within this tolerance."""
+        return (pos_err < self.position) & (rot_err < self.rotation)
+
+
+REPORT_TOLERANCES: dict[str, Tolerance] = {
+    "5mm_2deg": Tolerance(0.005, math.radians(2.0)),
+    "1mm_1deg": Tolerance(0.001, math.radians(1.0)),
+    "0.1mm_0.1deg": Tolerance(0.0001, math.radians(0.1)),
+}
+
+
+@dataclass
+class IKResult:
+    """What a solver returns, per target.
+
+    Attributes:
+        q: (B, n) configurations, inside the joint limits, float64.
+        pos_err: (B,) position errors [m].
+        rot_err: (B,) rotation errors [rad].
+        success: (B,) within the solver's success tolerance.
+        iterations: (B,) LM iterations (0 for the network alone).
+        fk_evals: (B,) forward-kinematics evaluations.
+        jac_evals: (B,) Jacobian evaluations.
+        wall_time: wall-clock time of the whole call [s].
+    """
+
+    q: torch.Tensor
+    pos_err: torch.Tensor
+    rot_err: torch.Tensor
+    success: torch.Tensor
+    iterations: torch.Tensor
+    fk_evals: torch.Tensor
+    jac_evals: torch.Tensor
+    wall_time: float = 0.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def function_evals(self) -> torch.Tensor:
+        """(B,) FK plus Jacobian evaluations: the cost measure of the hybrid-IK paper."""
+        return self.fk_evals + self.jac_evals
+
+    def success_at(self, tolerance: Tolerance) -> torch.Tensor:
+        """(B,) success under another tolerance."""
+        return tolerance.met(self.pos_err, self.rot_err)
+
+
+def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated float64 CPU copies of targets, quaternions normalised.
+
+    Raises:
+        HikError: wrong shapes, NaN/inf, or a zero quaternion.
+    """
+    pos = torch.as_tensor(target_pos, dtype=torch.float64)
+    quat = torch.as_tensor(target_quat, dtype=torch.float64)
+    if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
+        raise HikError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
+    if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
+        raise HikError("targets must be finite: got NaN or inf")
+    norm = quat.norm(dim=-1, keepdim=True)
+    if bool((norm < 1e-9).any()):
+        raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(norm[:, 0] < 1e-9).flatten().tolist()} are zero)")
+    return pos, quat / norm
+
+
+def rotation_residual(quat: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
+    """Axis-angle vector (B, 3) [rad] of the rotation from ``quat`` to ``target_quat``, base frame."""
+    conj = quat * quat.new_tensor([1.0, -1.0, -1.0, -1.0])
+    rel = quaternion_multiply(target_quat, conj)
+    rel = torch.where(rel[:, :1] < 0, -rel, rel)
+    vec_norm = rel[:, 1:].norm(dim=-1, keepdim=True)
+    angle = 2 * torch.atan2(vec_norm, rel[:, :1])
+    scale = torch.where(vec_norm > 1e-12, angle / vec_norm.clamp_min(1e-12), torch.full_like(vec_norm, 2.0))
+    return rel[:, 1:] * scale
+
+
+def _result(chain: Chain, q: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, tolerance: Tolerance, iterations: torch.Tensor,
+            fk: torch.Tensor, jac: torch.Tensor, start: float) -> IKResult:
+    pose = chain.fk(q)
+    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
+    return IKResult(q, pos_err, rot_err, tolerance.met(pos_err, rot_err), iterations, fk, jac, time.perf_counter() - start)
+
+
+class NeuralIK:
+    """A trained network's answer, no refinement.
+
+    Args:
+        network: the trained :class:`~hik_sim.network.IKNetwork`.
+        chain: the robot's chain (for reporting errors).
+        tolerance: success criterion.
+    """
+
+    def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None) -> None:
+        self.network, self.chain, self.tolerance = network, chain, tolerance or Tolerance()
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Network answers; ``q_init`` is ignored (a network has no starting point)."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        q = self.chain.clamp(self.network.solve(pos, quat).double().cpu())
+        zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
+        result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros.clone(), zeros.clone(), start)
+        result.wall_time = time.perf_counter() - start  # the reporting FK is not the network's cost
+        return result
+
+
+class LMRefiner:
+    """Batched Levenberg–Marquardt from given starting configurations.
+
+    Args:
+        chain: the robot's chain.
+        tolerance: success criterion (reported).
+        stop: convergence criterion: a target stops iterating once within it (default 1 µm and
+            1e-6 rad, far inside the success criterion, so successes are exact).
+        max_iterations: iteration cap per target.
+        rotation_weight: weight of the rotation residual [m/rad].
+        damping: initial Marquardt damping λ.
+        selection: joints held fixed (they do not move).
+    """
+
+    def __init__(self, chain: Chain, tolerance: Tolerance | None = None, stop: Tolerance | None = None,
+                 max_iterations: int = 30, rotation_weight: float = 0.2, damping: float = 1e-3,
+                 selection: JointSelection | None = None) -> None:
+        if max_iterations < 1 or not rotation_weight > 0 or not damping > 0:
+            raise HikError("max_iterations must be >= 1 and rotation_weight, damping positive")
+        self.chain = chain
+        self.tolerance = tolerance or Tolerance()
+        self.stop = stop or Tolerance(1e-6, 1e-6)
+        self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
+        self.selection = selection or JointSelection(chain.joint_names, {})
+        self.free = torch.tensor(self.selection.free_index)
+
+    def _cost_and_residual(self, pose: Pose, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        residual = torch.cat((pos - pose.pos, self.rotation_weight * rotation_residual(pose.quat, quat)), dim=-1)
+        return (residual ** 2).sum(-1), residual
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Refine ``q_init`` (B, n) (default: home) towards the targets."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        batch = pos.shape[0]
+        if q_init is None:
+            q_init = torch.tensor(self.chain.robot.home, dtype=torch.float64).expand(batch, -1)
+        q_init = torch.as_tensor(q_init, dtype=torch.float64)
+        if q_init.shape != (batch, self.chain.dof) or not bool(torch.isfinite(q_init).all()):
+            raise HikError(f"q_init must be finite with shape ({batch}, {self.chain.dof}), got {tuple(q_init.shape)}")
+        q, iterations, fk, jac = self.refine(pos, quat, q_init)
+        return _result(self.chain, q, pos, quat, self.tolerance, iterations, fk, jac, start)
+
+    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The LM loop on validated float64 targets; returns q, iterations, FK and Jacobian counts (all (B,))."""
+        chain, batch = self.chain, pos.shape[0]
+        q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
+        iterations = torch.zeros(batch, dtype=torch.int64)
+        evals = torch.zeros(batch, dtype=torch.int64)
+        pose, jacobian = chain.fk_and_jacobian(q)
+        evals += 1
+        cost, residual = self._cost_and_residual(pose, pos, quat)
+        lam = torch.full((batch,), self.damping, dtype=torch.float64)
+        weights = torch.tensor([1.0, 1.0, 1.0, self.rotation_weight, self.rotation_weight, self.rotation_weight], dtype=torch.float64)
+        eye = torch.eye(len(self.free), dtype=torch.float64)
+        for _ in range(self.max_iterations):
+            active = ~self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
+            idx = torch.nonzero(active).flatten()
+            if idx.numel() == 0:
+                break
+            jac_a = jacobian[idx][:, :, self.free] * weights[None, :, None]
+            hessian = jac_a.transpose(1, 2) @ jac_a
+            gradient = (jac_a.transpose(1, 2) @ residual[idx, :, None])[..., 0]
+            damped = hessian + lam[idx, None, None] * (torch.diag_embed(torch.diagonal(hessian, dim1=1, dim2=2)) + 1e-9 * eye)
+            step = torch.linalg.solve(damped, gradient)
+            trial = q[idx].clone()
+            trial[:, self.free] += step
+            trial = chain.clamp(trial)
+            trial_pose, trial_jac = chain.fk_and_jacobian(trial)
+            evals[idx] += 1
+            iterations[idx] += 1
+            trial_cost, trial_residual = self._cost_and_residual(trial_pose, pos[idx], quat[idx])
+            better = trial_cost < cost[idx]
+            accept = idx[better]
+            q[accept] = trial[better]
+            pose = Pose(pose.pos.index_copy(0, accept, trial_pose.pos[better]), pose.quat.index_copy(0, accept, trial_pose.quat[better]))
+            jacobian = jacobian.index_copy(0, accept, trial_jac[better])
+            cost = cost.index_copy(0, accept, trial_cost[better])
+            residual = residual.index_copy(0, accept, trial_residual[better])
+            lam[idx] = torch.where(better, (lam[idx] / 3).clamp_min(1e-12), (lam[idx] * 4).clamp_max(1e8))
+        return q, iterations, evals, evals.clone()
+
+
+class MultistartIK:
+    """Conventional-Multistart-N: LM from uniformly random seeds, round by round, up to N seeds.
+
+    Args:
+        refiner: the LM refiner.
+        starts: N, the largest number of seeds per target.
+        seed: seed of the random starts.
+    """
+
+    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0) -> None:
+        if starts < 1:
+            raise HikError(f"starts must be at least 1, got {starts}")
+        self.refiner, self.starts, self.seed = refiner, starts, seed
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Solve from random seeds (``q_init`` is ignored)."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        result = _restarts(self.refiner, pos, quat, None, self.starts, torch.Generator().manual_seed(self.seed))
+        result.wall_time = time.perf_counter() - start
+        return result
+
+
+def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
+              generator: torch.Generator) -> IKResult:
+    """LM from ``first`` (or a random seed), then from random seeds for the targets still failing."""
+    chain, batch = refiner.chain, pos.shape[0]
+    best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
+    best_cost = torch.full((batch,), math.inf, dtype=torch.float64)
+    solved = torch.zeros(batch, dtype=torch.bool)
+    iterations = torch.zeros(batch, dtype=torch.int64)
+    fk = torch.zeros(batch, dtype=torch.int64)
+    jac = torch.zeros(batch, dtype=torch.int64)
+    for round_index in range(rounds):
+        idx = torch.nonzero(~solved).flatten()
+        if idx.numel() == 0:
+            break
+        seeds = first[idx] if (round_index == 0 and first is not None) else chain.sample(idx.numel(), generator, torch.float64)
+        q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
+        pose = chain.fk(q)
+        pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
+        cost = pos_err + refiner.rotation_weight * rot_err
+        improved = cost < best_cost[idx]
+        best_q[idx[improved]] = q[improved]
+        best_cost[idx[improved]] = cost[improved]
+        solved[idx] |= refiner.tolerance.met(pos_err, rot_err)
+        iterations[idx] += it
+        fk[idx] += f
+        jac[idx] += j
+    pose = chain.fk(best_q)
+    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
+    return IKResult(best_q, pos_err, rot_err, refiner.tolerance.met(pos_err, rot_err), iterations, fk, jac)
+
+
+class HybridIK:
+    """Network seed → LM; failures get random restarts.
+
+    Args:
+        network: the trained network.
+        refiner: the LM refiner (its selection must match the network's fixed joints).
+        restarts: random restarts for targets the seeded LM leaves unsolved.
+        seed: seed of the restarts.
+    """
+
+    def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = 9, seed: int = 0) -> None:
+        if restarts < 0:
+            raise HikError(f"restarts must be >= 0, got {restarts}")
+        if dict(network.selection.fixed) != dict(refiner.selection.fixed):
+            raise HikError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
+        self.network, self.refiner, self.restarts, self.seed = network, refiner, restarts, seed
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        chain = self.refiner.chain
+        seed = self.refiner.chain.clamp(self.network.solve(pos, quat).double().cpu())
+        generator = torch.Generator().manual_seed(self.seed)
+        if q_init is not None:
+            q_init = torch.as_tensor(q_init, dtype=torch.float64)
+            if q_init.shape != (pos.shape[0], chain.dof) or not bool(torch.isfinite(q_init).all()):
+                raise HikError(f"q_init must be finite with shape ({pos.shape[0]}, {chain.dof}), got {tuple(q_init.shape)}")
+            first = _restarts(self.refiner, pos, quat, q_init, 1, generator)
+            todo = torch.nonzero(~first.success).flatten()
+            if todo.numel():
+                rest = _restarts(self.refiner, pos[todo], quat[todo], seed[todo], 1 + self.restarts, generator)
+                _merge(first, rest, todo)
+            result = first
+        else:
+            result = _restarts(self.refiner, pos, quat, seed, 1 + self.restarts, generator)
+        result.wall_time = time.perf_counter() - start
+        return result
+
+
+def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> None:
+    """Fold the results of a retry of targets ``index`` into ``into``: costs add, the better answer wins."""
+    for name in ("iterations", "fk_evals", "jac_evals"):
+        getattr(into, name)[index] += getattr(other, name)
+    better = other.success | (other.pos_err < into.pos_err[index])
+    chosen = index[better]
+    into.q[chosen] = other.q[better]
+    into.pos_err[chosen] = other.pos_err[better]
+    into.rot_err[chosen] = other.rot_err[better]
+    into.success[chosen] = other.success[better]

@@ -1,0 +1,134 @@
+"""IK solvers: accuracy on reachable targets, limits on every answer, exact counts, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from conftest import robot_by_id
+
+from hik_sim.data import JointSelection, make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, Tolerance, check_targets, rotation_residual
+from hik_sim.train import TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def irb120() -> Chain:
+    return Chain(robot_by_id("irb120"))
+
+
+@pytest.fixture(scope="module")
+def tiny_network():  # noqa: ANN201
+    config = TrainConfig(model="mlp", steps=30, batch=128, model_options=(("hidden", 64), ("layers", 2)), eval_size=64,
+                         eval_every=30, normalizer_samples=2000, device="cpu")
+    return train(robot_by_id("irb120"), config, progress=False).network
+
+
+def _in_limits(chain: Chain, q: torch.Tensor) -> bool:
+    lower, upper = chain.limits(torch.float64)
+    return bool(((q >= lower) & (q <= upper)).all())
+
+
+def test_lm_converges_from_near_the_answer_in_few_iterations(irb120: Chain) -> None:
+    targets = make_eval_set(irb120, 1, 200).batch
+    start = irb120.clamp(targets.q + 0.05 * torch.randn(200, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    result = LMRefiner(irb120).solve(targets.pos, targets.quat, start)
+    assert bool(result.success.all())
+    assert result.pos_err.max() < 1e-6 and result.rot_err.max() < 1e-6
+    assert result.iterations.float().mean() < 6
+    assert _in_limits(irb120, result.q)
+
+
+def test_multistart_meets_its_tolerance_on_reachable_targets(robot) -> None:  # noqa: ANN001
+    chain = Chain(robot)
+    targets = make_eval_set(chain, 3, 60).batch
+    result = MultistartIK(LMRefiner(chain, max_iterations=50), starts=10).solve(targets.pos, targets.quat)
+    assert result.success.float().mean() >= 0.9
+    assert bool(((result.pos_err < 0.005) & (result.rot_err < math.radians(2)) == result.success).all())
+    assert _in_limits(chain, result.q)
+
+
+def test_function_evaluation_counts_are_exact(irb120: Chain, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    original = Chain.fk_and_jacobian
+
+    def counting(self: Chain, q: torch.Tensor):  # noqa: ANN202
+        calls.append(q.shape[0])
+        return original(self, q)
+
+    monkeypatch.setattr(Chain, "fk_and_jacobian", counting)
+    targets = make_eval_set(irb120, 4, 50).batch
+    result = MultistartIK(LMRefiner(irb120), starts=3).solve(targets.pos, targets.quat)
+    assert int(result.jac_evals.sum()) == sum(calls)  # every configuration evaluated is counted, once
+    assert torch.equal(result.fk_evals, result.jac_evals)
+    assert (result.fk_evals >= result.iterations).all()
+
+
+def test_limits_hold_and_nothing_is_nan_for_unreachable_and_singular_targets(irb120: Chain) -> None:
+    generator = torch.Generator().manual_seed(5)
+    far = torch.randn(40, 3, generator=generator, dtype=torch.float64) * 3  # far outside the 0.58 m reach
+    quat = torch.nn.functional.normalize(torch.randn(40, 4, generator=generator, dtype=torch.float64), dim=-1)
+    singular_q = torch.zeros(10, 6, dtype=torch.float64)  # wrist aligned (q5 = 0) and arm stretched
+    singular_q[:, 1] = torch.linspace(-0.5, 0.5, 10)
+    singular = irb120.fk(singular_q)
+    pos, quat = torch.cat((far, singular.pos)), torch.cat((quat, singular.quat))
+    for solver in (LMRefiner(irb120), MultistartIK(LMRefiner(irb120), starts=3)):
+        result = solver.solve(pos, quat, singular_q.new_zeros(50, 6) if isinstance(solver, LMRefiner) else None)
+        assert torch.isfinite(result.q).all() and torch.isfinite(result.pos_err).all() and torch.isfinite(result.rot_err).all()
+        assert _in_limits(irb120, result.q)
+        assert not bool(result.success[:40].any())
+        if isinstance(solver, LMRefiner):  # started at zero, next to the singular answers
+            assert bool(result.success[40:].all())
+
+
+def test_fixed_joints_stay_fixed(irb120: Chain) -> None:
+    selection = JointSelection.for_chain(irb120, {"joint_6": 0.3})
+    targets = make_eval_set(irb120, 6, 50, selection).batch
+    result = MultistartIK(LMRefiner(irb120, selection=selection), starts=5).solve(targets.pos, targets.quat)
+    assert torch.all(result.q[:, 5] == 0.3)
+    assert result.success.float().mean() > 0.8
+
+
+def test_neural_and_hybrid_solvers(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
+    targets = make_eval_set(irb120, 7, 100).batch
+    neural = NeuralIK(tiny_network, irb120).solve(targets.pos, targets.quat)
+    assert (neural.fk_evals == 0).all() and _in_limits(irb120, neural.q)
+    hybrid = HybridIK(tiny_network, LMRefiner(irb120), restarts=9).solve(targets.pos, targets.quat)
+    assert hybrid.success.float().mean() >= 0.95
+    assert _in_limits(irb120, hybrid.q)
+    # q_init near the answer: solved from there, in few iterations, staying on that branch
+    near = irb120.clamp(targets.q + 0.01)
+    tracked = HybridIK(tiny_network, LMRefiner(irb120)).solve(targets.pos, targets.quat, q_init=near)
+    assert bool(tracked.success.all()) and tracked.iterations.float().mean() < 5
+    assert (tracked.q - targets.q).abs().max() < 0.05
+    with pytest.raises(HikError, match="holds"):
+        HybridIK(tiny_network, LMRefiner(irb120, selection=JointSelection.for_chain(irb120, {"joint_6": 0.0})))
+
+
+def test_bad_targets_are_hik_errors_and_quaternions_are_normalised(irb120: Chain) -> None:
+    pos = torch.tensor([[0.3, 0.0, 0.5]], dtype=torch.float64)
+    with pytest.raises(HikError, match="finite"):
+        check_targets(torch.tensor([[float("nan"), 0, 0]]), torch.tensor([[1.0, 0, 0, 0]]))
+    with pytest.raises(HikError, match="non-zero"):
+        check_targets(pos, torch.zeros(1, 4))
+    with pytest.raises(HikError, match=r"\(B, 3\)"):
+        check_targets(torch.zeros(2), torch.zeros(2, 4))
+    _, quat = check_targets(pos, torch.tensor([[2.0, 0.0, 0.0, 0.0]]))
+    assert torch.allclose(quat, torch.tensor([[1.0, 0.0, 0.0, 0.0]], dtype=torch.float64))
+    with pytest.raises(HikError, match="q_init"):
+        LMRefiner(irb120).solve(pos, torch.tensor([[1.0, 0, 0, 0]]), torch.zeros(1, 5))
+    with pytest.raises(HikError, match="tolerances"):
+        Tolerance(0.0, 1.0)
+
+
+def test_rotation_residual_is_the_axis_angle() -> None:
+    angle = torch.tensor([0.0, 0.3, math.pi - 1e-3], dtype=torch.float64)
+    target = torch.stack((torch.cos(angle / 2), torch.zeros(3, dtype=torch.float64), torch.sin(angle / 2),
+                          torch.zeros(3, dtype=torch.float64)), dim=-1)
+    identity = torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64).expand(3, 4)
+    residual = rotation_residual(identity, target)
+    assert torch.allclose(residual, torch.stack((torch.zeros(3), angle, torch.zeros(3)), dim=-1).double(), atol=1e-12)
+    assert torch.allclose(rotation_residual(identity, -target), residual, atol=1e-12)
