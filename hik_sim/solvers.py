@@ -34,7 +34,8 @@ from hik_sim.kinematics import Chain, Pose
 from hik_sim.network import IKNetwork
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
 
-__all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "check_targets", "rotation_residual"]
+__all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
+           "rotation_residual", "REPORT_TOLERANCES"]
 
 
 @dataclass(frozen=True)
@@ -346,3 +347,171 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> None:
     into.pos_err[chosen] = other.pos_err[better]
     into.rot_err[chosen] = other.rot_err[better]
     into.success[chosen] = other.success[better]
+
+
+class SingleTargetIK:
+    """The control-rate path: one target per call, numpy and MuJoCo's C kinematics, no torch in the loop.
+
+    LM as in :class:`LMRefiner` (same damping, limits and stopping rule) on
+    :class:`~hik_sim.single_target.SingleTargetKinematics`. Seeds, in order: ``q_init`` (the
+    current joints while tracking: continuity, no jumps between solution branches), the network's
+    answer (when a network is given), then random configurations, until one succeeds.
+
+    Args:
+        chain: the robot's chain.
+        network: optional trained network for the seed after ``q_init``.
+        tolerance: success criterion.
+        stop: convergence criterion (default 1 µm, 1e-6 rad).
+        max_iterations: LM iterations per seed.
+        rotation_weight: weight of the rotation residual [m/rad].
+        damping: initial Marquardt damping.
+        restarts: random seeds after the others fail.
+        seed: seed of the random restarts.
+    """
+
+    def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
+                 stop: Tolerance | None = None, max_iterations: int = 30, rotation_weight: float = 0.2,
+                 damping: float = 1e-3, restarts: int = 9, seed: int = 0) -> None:
+        import numpy as np
+
+        from hik_sim.single_target import SingleTargetKinematics
+
+        if network is not None and network.selection.fixed:
+            raise HikError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
+        self.chain, self.network = chain, network
+        self.kinematics = SingleTargetKinematics(chain.robot, chain.geometry)
+        self.tolerance, self.stop = tolerance or Tolerance(), stop or Tolerance(1e-6, 1e-6)
+        self.max_iterations, self.rotation_weight, self.damping, self.restarts = max_iterations, rotation_weight, damping, restarts
+        self.lower, self.upper = np.asarray(chain.robot.lower), np.asarray(chain.robot.upper)
+        self.weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
+        self.rng = np.random.default_rng(seed)
+        self._np = np
+
+    def _errors(self, pose, pos, quat):  # noqa: ANN001, ANN202
+        import mujoco
+
+        np = self._np
+        rel, conj, axis_angle = np.empty(4), np.empty(4), np.empty(3)
+        mujoco.mju_negQuat(conj, pose.quat)
+        mujoco.mju_mulQuat(rel, quat, conj)
+        mujoco.mju_quat2Vel(axis_angle, rel if rel[0] >= 0 else -rel, 1.0)
+        residual = np.concatenate((pos - pose.pos, self.rotation_weight * axis_angle))
+        return residual, float(np.linalg.norm(pos - pose.pos)), float(np.linalg.norm(axis_angle))
+
+    def _refine(self, pos, quat, q):  # noqa: ANN001, ANN202
+        np = self._np
+        q = np.clip(q, self.lower, self.upper)
+        pose, jac = self.kinematics.fk_and_jacobian(q)
+        evals, iterations, lam = 1, 0, self.damping
+        residual, pos_err, rot_err = self._errors(pose, pos, quat)
+        cost = residual @ residual
+        while iterations < self.max_iterations and not (pos_err < self.stop.position and rot_err < self.stop.rotation):
+            weighted = jac * self.weights[:, None]
+            hessian = weighted.T @ weighted
+            damped = hessian + lam * (np.diag(np.diag(hessian)) + 1e-9 * np.eye(len(q)))
+            trial = np.clip(q + np.linalg.solve(damped, weighted.T @ residual), self.lower, self.upper)
+            trial_pose, trial_jac = self.kinematics.fk_and_jacobian(trial)
+            evals += 1
+            iterations += 1
+            trial_residual, trial_pos_err, trial_rot_err = self._errors(trial_pose, pos, quat)
+            trial_cost = trial_residual @ trial_residual
+            if trial_cost < cost:
+                q, jac, residual, cost, pos_err, rot_err = trial, trial_jac, trial_residual, trial_cost, trial_pos_err, trial_rot_err
+                lam = max(lam / 3, 1e-12)
+            else:
+                lam = min(lam * 4, 1e8)
+        return q, pos_err, rot_err, iterations, evals
+
+    def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
+        """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).
+
+        Returns:
+            :class:`IKResult` with batch size 1.
+
+        Raises:
+            HikError: bad target or ``q_init``.
+        """
+        np = self._np
+        start = time.perf_counter()
+        pos_t, quat_t = check_targets(torch.as_tensor(target_pos, dtype=torch.float64).reshape(1, -1),
+                                      torch.as_tensor(target_quat, dtype=torch.float64).reshape(1, -1))
+        pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
+        seeds = []
+        if q_init is not None:
+            q_init = np.asarray(q_init, dtype=float)
+            if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
+                raise HikError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
+            seeds.append(lambda: q_init)
+        if self.network is not None:
+            seeds.append(lambda: self.network.solve(pos_t, quat_t)[0].double().numpy())
+        if not seeds:
+            seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
+        seeds += [lambda: self.rng.uniform(self.lower, self.upper)] * self.restarts
+        best, iterations, evals = None, 0, 0
+        for make_seed in seeds:
+            q, pos_err, rot_err, it, ev = self._refine(pos, quat, make_seed())
+            iterations, evals = iterations + it, evals + ev
+            if best is None or pos_err + self.rotation_weight * rot_err < best[1] + self.rotation_weight * best[2]:
+                best = (q, pos_err, rot_err)
+            if self.tolerance.met(torch.tensor(pos_err), torch.tensor(rot_err)):
+                break
+        q, pos_err, rot_err = best
+        one = torch.ones(1, dtype=torch.int64)
+        pos_err_t, rot_err_t = torch.tensor([pos_err], dtype=torch.float64), torch.tensor([rot_err], dtype=torch.float64)
+        return IKResult(torch.from_numpy(q[None]), pos_err_t, rot_err_t, self.tolerance.met(pos_err_t, rot_err_t),
+                        one * iterations, one * evals, one * evals, time.perf_counter() - start)
+
+
+class DmControlIK:
+    """dm_control's ``qpos_from_site_pose`` on the robot's scene, one target at a time, as dm_control ships it.
+
+    dm_control ignores joint limits: answers outside them are counted in
+    ``result.extra["limit_violations"]`` and then clamped into the limits (so the result, like every
+    solver's, is a configuration the robot can take), with errors measured after clamping.
+
+    Args:
+        scene: the robot's :class:`~hik_sim.scene.Scene`.
+        tolerance: success criterion.
+        max_steps: dm_control's iteration cap.
+        tol: dm_control's convergence tolerance on the residual norm.
+    """
+
+    def __init__(self, scene, tolerance: Tolerance | None = None, max_steps: int = 100, tol: float = 1e-14) -> None:  # noqa: ANN001
+        import mujoco
+        from dm_control import mujoco as dm_mujoco
+
+        self.scene, self.chain = scene, Chain(scene.robot)
+        self.tolerance, self.max_steps, self.tol = tolerance or Tolerance(), max_steps, tol
+        self.physics = dm_mujoco.Physics.from_xml_string(scene.spec.to_xml())
+        data = scene.make_data()
+        self.base_pos, base_rot = scene.base_pose(data)
+        self.base_rot = torch.from_numpy(base_rot)
+        base_quat = torch.empty(4, dtype=torch.float64)
+        mujoco.mju_mat2Quat(base_quat.numpy(), base_rot.reshape(-1))
+        self.base_quat = base_quat
+        self.home_qpos = data.qpos.copy()
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Solve each target from ``q_init`` (default: home)."""
+        from dm_control.utils.inverse_kinematics import qpos_from_site_pose
+
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        batch, robot = pos.shape[0], self.scene.robot
+        world_pos = torch.from_numpy(self.base_pos) + pos @ self.base_rot.T
+        world_quat = quaternion_multiply(self.base_quat.expand(batch, 4), quat)
+        q = torch.empty(batch, self.chain.dof, dtype=torch.float64)
+        steps = torch.zeros(batch, dtype=torch.int64)
+        for i in range(batch):
+            self.physics.data.qpos[:] = self.home_qpos
+            if q_init is not None:
+                self.physics.data.qpos[self.scene.chain_qpos] = torch.as_tensor(q_init[i]).numpy()
+            answer = qpos_from_site_pose(self.physics, "ee", target_pos=world_pos[i].numpy(), target_quat=world_quat[i].numpy(),
+                                         joint_names=list(robot.joint_names), tol=self.tol, max_steps=self.max_steps, inplace=False)
+            q[i] = torch.from_numpy(answer.qpos[self.scene.chain_qpos])
+            steps[i] = answer.steps
+        lower, upper = self.chain.limits(torch.float64)
+        violations = int(((q < lower - 1e-9) | (q > upper + 1e-9)).any(dim=1).sum())
+        result = _result(self.chain, self.chain.clamp(q), pos, quat, self.tolerance, steps, steps + 1, steps, start)
+        result.extra["limit_violations"] = violations
+        return result

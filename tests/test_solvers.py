@@ -132,3 +132,38 @@ def test_rotation_residual_is_the_axis_angle() -> None:
     residual = rotation_residual(identity, target)
     assert torch.allclose(residual, torch.stack((torch.zeros(3), angle, torch.zeros(3)), dim=-1).double(), atol=1e-12)
     assert torch.allclose(rotation_residual(identity, -target), residual, atol=1e-12)
+
+
+def test_single_target_path_tracks_without_branch_jumps(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
+    from hik_sim.solvers import SingleTargetIK
+
+    solver = SingleTargetIK(irb120, tiny_network)
+    targets = make_eval_set(irb120, 8, 30).batch
+    cold_successes = 0
+    for i in range(30):
+        warm = solver.solve_one(targets.pos[i], targets.quat[i], q_init=targets.q[i].numpy() + 0.01)
+        assert bool(warm.success) and int(warm.iterations) < 6
+        assert (warm.q[0] - targets.q[i]).abs().max() < 0.05  # the branch of the current joints
+        cold = solver.solve_one(targets.pos[i], targets.quat[i])  # an untrained network's seed, then 9 random ones
+        cold_successes += int(cold.success)
+        assert _in_limits(irb120, cold.q) and int(cold.fk_evals) >= int(cold.iterations)
+    assert cold_successes >= 27
+    far = solver.solve_one(torch.tensor([3.0, 0.0, 0.0]), torch.tensor([1.0, 0.0, 0.0, 0.0]))
+    assert not bool(far.success) and _in_limits(irb120, far.q) and torch.isfinite(far.q).all()
+    with pytest.raises(HikError, match="q_init"):
+        solver.solve_one(targets.pos[0], targets.quat[0], q_init=[0.0, 0.0])
+    with pytest.raises(HikError, match="finite"):
+        solver.solve_one(torch.tensor([float("inf"), 0, 0]), targets.quat[0])
+
+
+def test_dm_control_peer_reports_its_limit_violations(irb120: Chain) -> None:
+    from hik_sim.scene import build_scene
+    from hik_sim.solvers import DmControlIK
+
+    targets = make_eval_set(irb120, 9, 20).batch
+    result = DmControlIK(build_scene(irb120.robot)).solve(targets.pos, targets.quat)
+    assert _in_limits(irb120, result.q)
+    assert 0 <= result.extra["limit_violations"] <= 20
+    assert result.success.float().mean() > 0.2
+    from_answer = DmControlIK(build_scene(irb120.robot)).solve(targets.pos, targets.quat, q_init=targets.q)
+    assert bool(from_answer.success.all())
