@@ -13,7 +13,8 @@ setup(
     license="BSD-3-Clause",
     python_requires=">=3.10",
     packages=find_packages(include=["hik_sim", "hik_sim.*"]),
-    package_data={"hik_sim": ["py.typed", "robots/*/*.urdf"]},
+    package_data={"hik_sim": ["py.typed", "robots/*/*.urdf", "policies/pretrained/*/*.pt", "policies/pretrained/*/*.json",
+                              "policies/pretrained/index.json"]},
     include_package_data=True,
     install_requires=[
         # torch: on these machines install torch==2.13.0 first (a CPU wheel); a bare "torch" pulls CUDA.
@@ -35,6 +36,8 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "hypothesis>=6.100"],
+        # peers measured by benchmarks/ik_bench.py
+        "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
     },
     entry_points={"console_scripts": []},
     classifiers=["Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"],

@@ -167,3 +167,26 @@ def test_dm_control_peer_reports_its_limit_violations(irb120: Chain) -> None:
     assert result.success.float().mean() > 0.2
     from_answer = DmControlIK(build_scene(irb120.robot)).solve(targets.pos, targets.quat, q_init=targets.q)
     assert bool(from_answer.success.all())
+
+
+def test_property_answers_are_finite_and_within_limits_for_any_target() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    chain = Chain(robot_by_id("irb120"))
+    refiner = LMRefiner(chain, max_iterations=10)
+    lower, upper = chain.limits(torch.float64)
+    number = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False)
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(pos=st.lists(number, min_size=3, max_size=3), quat=st.lists(number, min_size=4, max_size=4),
+           start=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=6, max_size=6))
+    def check(pos: list[float], quat: list[float], start: list[float]) -> None:
+        if sum(v * v for v in quat) < 1e-6:
+            quat = [1.0, 0.0, 0.0, 0.0]
+        q0 = lower + (upper - lower) * torch.tensor([start], dtype=torch.float64)
+        result = refiner.solve(torch.tensor([pos], dtype=torch.float64), torch.tensor([quat], dtype=torch.float64), q0)
+        assert torch.isfinite(result.q).all() and torch.isfinite(result.pos_err).all()
+        assert bool(((result.q >= lower) & (result.q <= upper)).all())
+
+    check()

@@ -1,0 +1,319 @@
+"""IK solvers side by side: the hybrid-IK paper's table, and classic solvers people use today.
+
+Part 1 — the paper's table, per robot, on ``--targets`` reachable targets from a fixed seed (FK of
+random in-limit configurations; for the q6-fixed row, with joint 6 at 0): the shipped HarmoAtt-IK
+network in the full joint space, the network with q6 fixed (IRB120), the hybrid (network seed →
+batched LM, up to 9 random restarts), and Conventional-Multistart-10 (the same LM from random
+seeds). Columns: mean position [mm] and rotation [°] error, success at (5 mm, 2°), (1 mm, 1°) and
+(0.1 mm, 0.1°), mean function evaluations (FK + Jacobian) and iterations per target, batched wall
+time per target, and exact (0.1 mm & 0.1°) solutions per second; then the hybrid's reductions
+against multistart-10, beside the paper's published IRB120 figures.
+
+Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
+targets): hik_sim's single-target path (network seed → LM → restarts; and warm-started from a
+configuration 0.05 rad away, as in tracking), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
+``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
+multistart (up to 10 starts): median and p95 latency, success at (5 mm, 2°) and (1 mm, 1°), and
+solutions per second (batched where the solver is batched). Peers come from the ``bench`` extra
+(``pip install -e ".[bench]"``); a missing one is reported as such.
+
+Output: Markdown tables on stdout and ``<out>/ik_<robot>.md``/``ik_all.md``, raw numbers in
+``<out>/ik_<robot>.json``/``ik_all.json``.
+
+Usage::
+
+    python benchmarks/ik_bench.py --robot irb120 --targets 1000
+    python benchmarks/ik_bench.py --all                      # 10,000 targets per robot
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from hik_sim.cli import add_robot_arguments, robot_from_args
+from hik_sim.data import JointSelection, make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain, reference_chain
+from hik_sim.policies import load_pretrained
+from hik_sim.robots import RobotSpec, get_robot, robot_names
+from hik_sim.rotations import position_error, rotation_error
+from hik_sim.solvers import REPORT_TOLERANCES, DmControlIK, HybridIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+
+TARGET_SEED = 777
+PAPER_IRB120 = {"hybrid": {"pos_mean_mm": 1.406, "rot_mean_deg": 0.900, "success_5mm_2deg": 0.942},
+                "evals_reduction_pct": 95.1, "time_reduction_pct": 82.5}
+
+
+def _summary(name: str, result: IKResult, count: int) -> dict[str, float | str]:
+    exact = result.success_at(REPORT_TOLERANCES["0.1mm_0.1deg"])
+    row: dict[str, float | str] = {
+        "solver": name,
+        "pos_mean_mm": float(result.pos_err.mean() * 1000),
+        "rot_mean_deg": float(torch.rad2deg(result.rot_err).mean()),
+        "function_evals": float(result.function_evals.double().mean()),
+        "iterations": float(result.iterations.double().mean()),
+        "ms_per_target": 1000 * result.wall_time / count,
+        "exact_per_second": float(exact.sum()) / result.wall_time,
+    }
+    for key, tolerance in REPORT_TOLERANCES.items():
+        row[f"success_{key}"] = float(result.success_at(tolerance).double().mean())
+    return row
+
+
+def paper_table(robot: RobotSpec, targets: int) -> dict[str, object]:
+    """Part 1 for one robot."""
+    chain = Chain(robot)
+    batch = make_eval_set(chain, TARGET_SEED, targets).batch
+    network = load_pretrained(robot.name, "harmoatt")
+    refiner = LMRefiner(chain)
+    solvers: list[tuple[str, Callable[[], IKResult]]] = [
+        ("network (full joint space)", lambda: NeuralIK(network, chain).solve(batch.pos, batch.quat)),
+        ("hybrid: network + LM", lambda: HybridIK(network, refiner, restarts=9).solve(batch.pos, batch.quat)),
+        ("multistart-10 LM", lambda: MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)),
+    ]
+    if robot.name == "irb120":
+        fixed = JointSelection.for_chain(chain, {"joint_6": 0.0})
+        fixed_batch = make_eval_set(chain, TARGET_SEED, targets, fixed).batch
+        fixed_network = load_pretrained(robot.name, "harmoatt_q6fixed")
+        solvers.insert(1, ("network (q6 fixed)", lambda: NeuralIK(fixed_network, chain).solve(fixed_batch.pos, fixed_batch.quat)))
+    rows = [_summary(name, run(), targets) for name, run in solvers]
+    hybrid, multistart = rows[-2], rows[-1]
+    reductions = {
+        "evals_reduction_pct": 100 * (1 - hybrid["function_evals"] / multistart["function_evals"]),
+        "time_reduction_pct": 100 * (1 - hybrid["ms_per_target"] / multistart["ms_per_target"]),
+        "time_speedup": multistart["ms_per_target"] / hybrid["ms_per_target"],
+    }
+    return {"robot": robot.name, "targets": targets, "rows": rows, "hybrid_vs_multistart": reductions}
+
+
+def _latency_row(name: str, times: list[float], pos_err: list[float], rot_err: list[float],
+                 throughput: float | None = None) -> dict[str, float | str]:
+    pos, rot = torch.tensor(pos_err, dtype=torch.float64), torch.tensor(rot_err, dtype=torch.float64)
+    ms = sorted(1000 * t for t in times)
+    return {"solver": name, "targets": len(times), "median_ms": statistics.median(ms), "p95_ms": ms[int(0.95 * (len(ms) - 1))],
+            "success_5mm_2deg": float(REPORT_TOLERANCES["5mm_2deg"].met(pos, rot).double().mean()),
+            "success_1mm_1deg": float(REPORT_TOLERANCES["1mm_1deg"].met(pos, rot).double().mean()),
+            "per_second": throughput if throughput is not None else 1000 / statistics.fmean(ms)}
+
+
+def _errors(chain: Chain, q: np.ndarray, pos: torch.Tensor, quat: torch.Tensor) -> tuple[float, float]:
+    q_t = chain.clamp(torch.as_tensor(q, dtype=torch.float64).reshape(1, -1))
+    pose = chain.fk(q_t)
+    return float(position_error(pose.pos, pos[None])), float(rotation_error(pose.quat, quat[None]))
+
+
+def _single(name: str, chain: Chain, batch, solve: Callable[[int], np.ndarray]) -> dict[str, float | str]:  # noqa: ANN001
+    times, pos_errs, rot_errs = [], [], []
+    solve(0)  # warm-up
+    for i in range(batch.q.shape[0]):
+        start = time.perf_counter()
+        q = solve(i)
+        times.append(time.perf_counter() - start)
+        p, r = _errors(chain, q, batch.pos[i], batch.quat[i])
+        pos_errs.append(p)
+        rot_errs.append(r)
+    return _latency_row(name, times, pos_errs, rot_errs)
+
+
+def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
+    """Part 2 for one robot."""
+    chain = Chain(robot)
+    batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
+    home = np.asarray(robot.home, dtype=float)
+    network = load_pretrained(robot.name, "harmoatt")
+    single = SingleTargetIK(chain, network)
+    noise = np.random.default_rng(0).uniform(-0.05, 0.05, size=tuple(batch.q.shape))
+    rows: list[dict[str, object]] = [
+        _single("hik_sim single-target (network seed → LM)", chain, batch,
+                lambda i: single.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
+        _single("hik_sim single-target, warm start (tracking)", chain, batch,
+                lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=np.clip(batch.q[i].numpy() + noise[i], robot.lower, robot.upper)).q[0].numpy()),
+    ]
+    try:
+        import pytracik
+
+        solver = pytracik.TRAC_IK(robot.base_link, robot.ee_link, str(robot.urdf), 0.005, 1e-5, pytracik.SolveType.Speed)
+
+        def trac(i: int) -> np.ndarray:
+            p, q = batch.pos[i].tolist(), batch.quat[i].tolist()
+            return np.asarray(pytracik.ik(solver, home, *p, q[1], q[2], q[3], q[0]))[1:]
+
+        rows.append(_single("TRAC-IK (pytracik, Speed, 5 ms)", chain, batch, trac))
+    except ImportError:
+        rows.append({"solver": "TRAC-IK (pytracik)", "missing": "pip install pytracik"})
+    try:
+        import optik
+
+        from hik_sim.rotations import quaternion_to_matrix
+
+        optik_robot = optik.Robot.from_urdf_file(str(robot.urdf), robot.base_link, robot.ee_link)
+        config = optik.SolverConfig()
+        matrices = np.tile(np.eye(4), (batch.q.shape[0], 1, 1))
+        matrices[:, :3, :3] = quaternion_to_matrix(batch.quat).numpy()
+        matrices[:, :3, 3] = batch.pos.numpy()
+
+        def solve_optik(i: int) -> np.ndarray:
+            answer = optik_robot.ik(config, matrices[i], home)
+            return np.asarray(answer[0] if isinstance(answer, tuple) else answer, dtype=float) if answer is not None else home
+
+        rows.append(_single("optik-py", chain, batch, solve_optik))
+    except ImportError:
+        rows.append({"solver": "optik-py", "missing": "pip install optik-py"})
+    from hik_sim.scene import build_scene
+
+    dm = DmControlIK(build_scene(robot))
+    dm_row = _single("dm_control qpos_from_site_pose (1 start)", chain, batch,
+                     lambda i: dm.solve(batch.pos[i:i + 1], batch.quat[i:i + 1]).q[0].numpy())
+    dm_row["limit_violations"] = dm.solve(batch.pos, batch.quat).extra["limit_violations"]
+    rows.append(dm_row)
+    rows.append(_pk_pseudo_inverse(robot, chain, batch))
+    rows.append(_scipy_multistart(robot, chain, batch))
+    return rows
+
+
+def _pk_pseudo_inverse(robot: RobotSpec, chain: Chain, batch) -> dict[str, object]:  # noqa: ANN001
+    import pytorch_kinematics as pk
+
+    serial = reference_chain(robot, torch.float64)
+    lower, upper = chain.limits(torch.float64)
+    ik = pk.PseudoInverseIK(serial, joint_limits=torch.stack((lower, upper), dim=1), num_retries=10, max_iterations=50,
+                            pos_tolerance=1e-3, rot_tolerance=math.radians(1.0), early_stopping_any_converged=True)
+
+    def solve(pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        solution = ik.solve(pk.Transform3d(pos=pos, rot=quat, dtype=torch.float64))
+        err = solution.err_pos + solution.err_rot
+        return solution.solutions[torch.arange(pos.shape[0]), err.argmin(dim=1)]
+
+    count = min(batch.q.shape[0], 50)
+    times, pos_errs, rot_errs = [], [], []
+    for i in range(count):
+        start = time.perf_counter()
+        q = solve(batch.pos[i:i + 1], batch.quat[i:i + 1])[0]
+        times.append(time.perf_counter() - start)
+        p, r = _errors(chain, q.numpy(), batch.pos[i], batch.quat[i])
+        pos_errs.append(p)
+        rot_errs.append(r)
+    start = time.perf_counter()
+    q = solve(batch.pos, batch.quat)
+    throughput = batch.q.shape[0] / (time.perf_counter() - start)
+    pose = chain.fk(chain.clamp(q))
+    row = _latency_row("pytorch-kinematics PseudoInverseIK (10 retries)", times, pos_errs, rot_errs, throughput)
+    row["batched_success_1mm_1deg"] = float(REPORT_TOLERANCES["1mm_1deg"].met(position_error(pose.pos, batch.pos),
+                                                                              rotation_error(pose.quat, batch.quat)).double().mean())
+    return row
+
+
+def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object]:  # noqa: ANN001
+    from scipy.optimize import least_squares
+
+    from hik_sim.single_target import SingleTargetKinematics
+
+    kinematics = SingleTargetKinematics(robot, chain.geometry)
+    lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
+    rng = np.random.default_rng(0)
+    helper = SingleTargetIK(chain)
+
+    def solve(i: int) -> np.ndarray:
+        pos, quat = batch.pos[i].numpy(), batch.quat[i].numpy()
+
+        def residual(q: np.ndarray) -> np.ndarray:
+            return -helper._errors(kinematics.fk(q), pos, quat)[0]  # noqa: SLF001 - the same residual as hik_sim's LM
+
+        best = None
+        for k in range(10):
+            x0 = home if k == 0 else rng.uniform(lower, upper)
+            answer = least_squares(residual, np.clip(x0, lower, upper), bounds=(lower, upper), method="trf", xtol=1e-10, ftol=1e-10)
+            if best is None or answer.cost < best.cost:
+                best = answer
+            if best.cost < 1e-10:
+                break
+        return best.x
+
+    home = np.asarray(robot.home, dtype=float)
+    count = min(batch.q.shape[0], 100)
+    sub = type(batch)(batch.q[:count], batch.pos[:count], batch.quat[:count])
+    return _single("scipy least_squares multistart (≤ 10)", chain, sub, solve)
+
+
+def _fmt(value: object, digits: int = 2) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def markdown(tables: list[dict[str, object]], peer_rows: dict[str, list[dict[str, object]]]) -> str:
+    """Both parts as Markdown."""
+    lines = ["| robot | solver | pos mean [mm] | rot mean [°] | success 5 mm & 2° | 1 mm & 1° | 0.1 mm & 0.1° "
+             "| evals / target | iterations | ms / target | exact solutions / s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for table in tables:
+        for row in table["rows"]:
+            lines.append(f"| {table['robot']} | {row['solver']} | {row['pos_mean_mm']:.3f} | {row['rot_mean_deg']:.3f} "
+                         f"| {100 * row['success_5mm_2deg']:.2f} % | {100 * row['success_1mm_1deg']:.2f} % "
+                         f"| {100 * row['success_0.1mm_0.1deg']:.2f} % | {row['function_evals']:.1f} | {row['iterations']:.1f} "
+                         f"| {row['ms_per_target']:.3f} | {row['exact_per_second']:,.0f} |")
+    lines += ["", "| robot | hybrid vs multistart-10: evaluations | time | speed-up |", "|---|---:|---:|---:|"]
+    for table in tables:
+        r = table["hybrid_vs_multistart"]
+        lines.append(f"| {table['robot']} | {-r['evals_reduction_pct']:+.1f} % | {-r['time_reduction_pct']:+.1f} % | {r['time_speedup']:.1f}× |")
+    lines.append(f"| paper (IRB120) | −{PAPER_IRB120['evals_reduction_pct']} % | −{PAPER_IRB120['time_reduction_pct']} % | |")
+    if peer_rows:
+        lines += ["", "| robot | solver (one target per call) | median [ms] | p95 [ms] | success 5 mm & 2° | 1 mm & 1° | solutions / s |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for robot, rows in peer_rows.items():
+            for row in rows:
+                if "missing" in row:
+                    lines.append(f"| {robot} | {row['solver']} | not installed ({row['missing']}) | | | | |")
+                    continue
+                note = f" ({row['limit_violations']} answers outside the limits)" if "limit_violations" in row else ""
+                lines.append(f"| {robot} | {row['solver']}{note} | {row['median_ms']:.3f} | {row['p95_ms']:.3f} "
+                             f"| {100 * row['success_5mm_2deg']:.1f} % | {100 * row['success_1mm_1deg']:.1f} % | {row['per_second']:,.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ik_bench", description=__doc__.splitlines()[0])
+    add_robot_arguments(parser)
+    parser.add_argument("--all", action="store_true", help="every registered robot")
+    parser.add_argument("--targets", type=int, default=10_000, help="targets for the paper's table (default 10000)")
+    parser.add_argument("--peer-targets", type=int, default=300, help="targets for the single-target peers (default 300)")
+    parser.add_argument("--no-peers", action="store_true", help="skip part 2")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    args = parser.parse_args(argv)
+    if args.targets < 1 or args.peer_targets < 1:
+        parser.error("--targets and --peer-targets must be at least 1")
+    try:
+        robots = [get_robot(n) for n in robot_names()] if args.all else [robot_from_args(args)]
+    except HikError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    tables, peer_rows = [], {}
+    for robot in robots:
+        print(f"{robot.name}: paper table on {args.targets} targets", file=sys.stderr, flush=True)
+        tables.append(paper_table(robot, args.targets))
+        if not args.no_peers:
+            print(f"{robot.name}: peers on {args.peer_targets} targets", file=sys.stderr, flush=True)
+            peer_rows[robot.name] = peers(robot, args.peer_targets)
+    text = markdown(tables, peer_rows)
+    print(text)
+    stem = "ik_all" if args.all else f"ik_{robots[0].name}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+              "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "targets": args.targets,
+              "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows}
+    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (args.out / f"{stem}.md").write_text(text)
+    print(f"wrote {args.out / stem}.json and .md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
