@@ -218,18 +218,18 @@ def _pk_pseudo_inverse(robot: RobotSpec, chain: Chain, batch) -> dict[str, objec
 def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object]:  # noqa: ANN001
     from scipy.optimize import least_squares
 
-    from hik_sim.single_target import SingleTargetKinematics
+    from hik_sim.single_target import SingleTargetKinematics, SingleTargetLM
 
     kinematics = SingleTargetKinematics(robot, chain.geometry)
     lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
     rng = np.random.default_rng(0)
-    helper = SingleTargetIK(chain)
+    helper = SingleTargetLM(robot, chain.geometry)
 
     def solve(i: int) -> np.ndarray:
         pos, quat = batch.pos[i].numpy(), batch.quat[i].numpy()
 
         def residual(q: np.ndarray) -> np.ndarray:
-            return -helper._errors(kinematics.fk(q), pos, quat)[0]  # noqa: SLF001 - the same residual as hik_sim's LM
+            return -helper.errors(kinematics.fk(q), pos, quat)[0]  # the same residual as hik_sim's LM
 
         best = None
         for k in range(10):

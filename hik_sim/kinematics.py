@@ -19,96 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from hik_sim.errors import HikError
+from hik_sim.geometry import ChainGeometry, rpy_matrix, skew
 from hik_sim.robots import RobotSpec
 from hik_sim.rotations import matrix_to_quaternion, position_error, rotation_error
 
 __all__ = ["ChainGeometry", "Chain", "Pose", "rpy_matrix", "reference_fk", "position_error", "rotation_error"]
-
-
-def rpy_matrix(rpy: tuple[float, float, float] | np.ndarray) -> np.ndarray:
-    """Rotation matrix of URDF fixed-axis roll, pitch, yaw: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
-
-    Args:
-        rpy: (3,) [rad].
-
-    Returns:
-        (3, 3) float64.
-    """
-    r, p, y = (float(v) for v in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
-@dataclass(frozen=True)
-class ChainGeometry:
-    """The constant geometry of an IK chain, in float64 numpy.
-
-    Attributes:
-        joint_names: the n movable joints, base → tip.
-        rotations: (n, 3, 3) rotation from the previous joint's moving frame (the base frame for
-            the first joint) to this joint's frame at zero displacement.
-        translations: (n, 3) [m] origin of this joint's frame in the previous moving frame.
-        axes: (n, 3) unit joint axes in the joint's frame.
-        revolute: (n,) True for revolute/continuous, False for prismatic joints.
-        tool_rotation: (3, 3) rotation from the last joint's moving frame to the end-effector frame.
-        tool_translation: (3,) [m] end-effector origin in the last joint's moving frame.
-    """
-
-    joint_names: tuple[str, ...]
-    rotations: np.ndarray
-    translations: np.ndarray
-    axes: np.ndarray
-    revolute: np.ndarray
-    tool_rotation: np.ndarray
-    tool_translation: np.ndarray
-
-    @classmethod
-    def from_robot(cls, robot: RobotSpec) -> "ChainGeometry":
-        """Fold the URDF chain of ``robot`` into per-joint constant transforms."""
-        joints = robot.urdf_model().chain(robot.base_link, robot.ee_link)
-        rot, trans = np.eye(3), np.zeros(3)  # accumulated fixed transform since the last movable joint
-        rotations, translations, axes, revolute, names = [], [], [], [], []
-        for joint in joints:
-            r_origin = rpy_matrix(joint.rpy)
-            trans = trans + rot @ np.asarray(joint.xyz)
-            rot = rot @ r_origin
-            if joint.movable:
-                names.append(joint.name)
-                rotations.append(rot)
-                translations.append(trans)
-                axes.append(np.asarray(joint.axis))
-                revolute.append(joint.type != "prismatic")
-                rot, trans = np.eye(3), np.zeros(3)
-        if tuple(names) != robot.joint_names:
-            raise HikError(
-                f"robot {robot.name!r}: its joint_names {robot.joint_names} differ from the URDF chain "
-                f"{tuple(names)} between {robot.base_link!r} and {robot.ee_link!r}"
-            )
-        return cls(tuple(names), np.stack(rotations), np.stack(translations), np.stack(axes),
-                   np.asarray(revolute), rot, trans)
-
-    @property
-    def dof(self) -> int:
-        """Number of movable joints n."""
-        return len(self.joint_names)
 
 
 class Pose(NamedTuple):
@@ -150,7 +71,7 @@ class Chain:
         self.robot = robot
         self.geometry = ChainGeometry.from_robot(robot)
         g = self.geometry
-        skews = np.stack([_skew(a) if r else np.zeros((3, 3)) for a, r in zip(g.axes, g.revolute)])
+        skews = np.stack([skew(a) if r else np.zeros((3, 3)) for a, r in zip(g.axes, g.revolute)])
         self._np = _Tensors(  # float64 numpy masters of the cached tensors
             g.rotations, g.rotations @ skews, g.rotations @ skews @ skews, g.translations, g.axes,
             np.einsum("nij,nj->ni", g.rotations, g.axes), g.tool_rotation, g.tool_translation,

@@ -350,77 +350,35 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> None:
 
 
 class SingleTargetIK:
-    """The control-rate path: one target per call, numpy and MuJoCo's C kinematics, no torch in the loop.
+    """The control-rate path: one target per call, on :class:`~hik_sim.single_target.SingleTargetLM`.
 
-    LM as in :class:`LMRefiner` (same damping, limits and stopping rule) on
-    :class:`~hik_sim.single_target.SingleTargetKinematics`. Seeds, in order: ``q_init`` (the
-    current joints while tracking: continuity, no jumps between solution branches), the network's
-    answer (when a network is given), then random configurations, until one succeeds.
+    The same LM as :class:`LMRefiner` (damping, limits, stopping rule) in numpy on MuJoCo's C
+    kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
+    tracking: continuity, no jumps between solution branches), the network's answer (when a
+    network is given), then random configurations, until one succeeds.
 
     Args:
         chain: the robot's chain.
         network: optional trained network for the seed after ``q_init``.
         tolerance: success criterion.
-        stop: convergence criterion (default 1 µm, 1e-6 rad).
         max_iterations: LM iterations per seed.
         rotation_weight: weight of the rotation residual [m/rad].
-        damping: initial Marquardt damping.
         restarts: random seeds after the others fail.
         seed: seed of the random restarts.
     """
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
-                 stop: Tolerance | None = None, max_iterations: int = 30, rotation_weight: float = 0.2,
-                 damping: float = 1e-3, restarts: int = 9, seed: int = 0) -> None:
+                 max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = 9, seed: int = 0) -> None:
         import numpy as np
 
-        from hik_sim.single_target import SingleTargetKinematics
+        from hik_sim.single_target import SingleTargetLM
 
         if network is not None and network.selection.fixed:
             raise HikError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
-        self.chain, self.network = chain, network
-        self.kinematics = SingleTargetKinematics(chain.robot, chain.geometry)
-        self.tolerance, self.stop = tolerance or Tolerance(), stop or Tolerance(1e-6, 1e-6)
-        self.max_iterations, self.rotation_weight, self.damping, self.restarts = max_iterations, rotation_weight, damping, restarts
-        self.lower, self.upper = np.asarray(chain.robot.lower), np.asarray(chain.robot.upper)
-        self.weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
+        self.chain, self.network, self.tolerance, self.restarts = chain, network, tolerance or Tolerance(), restarts
+        self.lm = SingleTargetLM(chain.robot, chain.geometry, max_iterations=max_iterations, rotation_weight=rotation_weight)
         self.rng = np.random.default_rng(seed)
         self._np = np
-
-    def _errors(self, pose, pos, quat):  # noqa: ANN001, ANN202
-        import mujoco
-
-        np = self._np
-        rel, conj, axis_angle = np.empty(4), np.empty(4), np.empty(3)
-        mujoco.mju_negQuat(conj, pose.quat)
-        mujoco.mju_mulQuat(rel, quat, conj)
-        mujoco.mju_quat2Vel(axis_angle, rel if rel[0] >= 0 else -rel, 1.0)
-        residual = np.concatenate((pos - pose.pos, self.rotation_weight * axis_angle))
-        return residual, float(np.linalg.norm(pos - pose.pos)), float(np.linalg.norm(axis_angle))
-
-    def _refine(self, pos, quat, q):  # noqa: ANN001, ANN202
-        np = self._np
-        q = np.clip(q, self.lower, self.upper)
-        pose, jac = self.kinematics.fk_and_jacobian(q)
-        evals, iterations, lam = 1, 0, self.damping
-        residual, pos_err, rot_err = self._errors(pose, pos, quat)
-        cost = residual @ residual
-        while iterations < self.max_iterations and not (pos_err < self.stop.position and rot_err < self.stop.rotation):
-            weighted = jac * self.weights[:, None]
-            hessian = weighted.T @ weighted
-            damped = hessian + lam * (np.diag(np.diag(hessian)) + 1e-9 * np.eye(len(q)))
-            trial = np.clip(q + np.linalg.solve(damped, weighted.T @ residual), self.lower, self.upper)
-            trial_pose, trial_jac = self.kinematics.fk_and_jacobian(trial)
-            evals += 1
-            iterations += 1
-            trial_residual, trial_pos_err, trial_rot_err = self._errors(trial_pose, pos, quat)
-            trial_cost = trial_residual @ trial_residual
-            if trial_cost < cost:
-                q, jac, residual, cost, pos_err, rot_err = trial, trial_jac, trial_residual, trial_cost, trial_pos_err, trial_rot_err
-                lam = max(lam / 3, 1e-12)
-            else:
-                lam = min(lam * 4, 1e8)
-        return q, pos_err, rot_err, iterations, evals
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
         """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).
@@ -446,19 +404,19 @@ class SingleTargetIK:
             seeds.append(lambda: self.network.solve(pos_t, quat_t)[0].double().numpy())
         if not seeds:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
-        seeds += [lambda: self.rng.uniform(self.lower, self.upper)] * self.restarts
+        seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * self.restarts
         best, iterations, evals = None, 0, 0
+        weight = self.lm.rotation_weight
         for make_seed in seeds:
-            q, pos_err, rot_err, it, ev = self._refine(pos, quat, make_seed())
-            iterations, evals = iterations + it, evals + ev
-            if best is None or pos_err + self.rotation_weight * rot_err < best[1] + self.rotation_weight * best[2]:
-                best = (q, pos_err, rot_err)
-            if self.tolerance.met(torch.tensor(pos_err), torch.tensor(rot_err)):
+            answer = self.lm.refine(pos, quat, make_seed())
+            iterations, evals = iterations + answer.iterations, evals + answer.evals
+            if best is None or answer.pos_err + weight * answer.rot_err < best.pos_err + weight * best.rot_err:
+                best = answer
+            if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
                 break
-        q, pos_err, rot_err = best
         one = torch.ones(1, dtype=torch.int64)
-        pos_err_t, rot_err_t = torch.tensor([pos_err], dtype=torch.float64), torch.tensor([rot_err], dtype=torch.float64)
-        return IKResult(torch.from_numpy(q[None]), pos_err_t, rot_err_t, self.tolerance.met(pos_err_t, rot_err_t),
+        pos_err, rot_err = torch.tensor([best.pos_err], dtype=torch.float64), torch.tensor([best.rot_err], dtype=torch.float64)
+        return IKResult(torch.from_numpy(best.q[None]), pos_err, rot_err, self.tolerance.met(pos_err, rot_err),
                         one * iterations, one * evals, one * evals, time.perf_counter() - start)
 
 
