@@ -27,6 +27,7 @@ setup(
         "scipy>=1.11,<1.18",
         "imageio>=2.34,<2.39",
         "imageio-ffmpeg>=0.5,<0.9",
+        "moviepy>=1.0.3",  # gymnasium.wrappers.RecordVideo writes through it
         "tqdm>=4.66",
         "trimesh>=4.0,<6",
         "pycollada>=0.8,<0.10",

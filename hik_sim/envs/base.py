@@ -1,0 +1,205 @@
+"""What the Reach and Track environments share: a robot's MuJoCo scene, driven by joint targets.
+
+:class:`RobotGoalEnv` builds the scene (:func:`hik_sim.scene.build_scene`, cached per robot), takes
+joint position targets for the IK chain as actions, steps the physics ``frame_skip`` times per
+action, and observes the chain's joints, the end-effector pose and a goal pose, all in the chain's
+base frame. Subclasses choose the goal. No torch is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+from gymnasium import spaces
+
+from hik_sim.errors import HikError
+from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
+from hik_sim.scene import Scene, build_scene, ensure_headless_gl
+from hik_sim.single_target import SingleTargetKinematics
+
+__all__ = ["RobotGoalEnv", "resolve_robot", "cached_scene"]
+
+
+def resolve_robot(robot: str | RobotSpec | None, urdf: str | None, base: str | None, ee: str | None) -> RobotSpec:
+    """The robot an environment's keyword arguments name: ``robot=`` or ``urdf=, base=, ee=``.
+
+    Raises:
+        HikError: neither or both given, or an incomplete URDF triple.
+    """
+    if isinstance(robot, RobotSpec):
+        return robot
+    if urdf is not None:
+        if robot is not None:
+            raise HikError("give either robot=NAME or urdf=PATH, base=LINK, ee=LINK, not both")
+        if base is None or ee is None:
+            raise HikError("urdf= needs base=LINK and ee=LINK: the chain's base and end-effector links")
+        return robot_from_urdf(urdf, base, ee)
+    if robot is None:
+        raise HikError("give robot=NAME (a registered robot) or urdf=PATH, base=LINK, ee=LINK")
+    return get_robot(robot)
+
+
+@functools.lru_cache(maxsize=16)
+def cached_scene(robot: RobotSpec) -> Scene:
+    """The robot's scene, built once per process (environments only read the model)."""
+    return build_scene(robot)
+
+
+@functools.lru_cache(maxsize=16)
+def _max_reach(robot: RobotSpec, samples: int = 4000) -> float:
+    """Largest distance of the end-effector from the base origin over random configurations [m]."""
+    kinematics = SingleTargetKinematics(robot)
+    rng = np.random.default_rng(0)
+    lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
+    return max(float(np.linalg.norm(kinematics.fk(rng.uniform(lower, upper)).pos)) for _ in range(samples))
+
+
+class RobotGoalEnv(gym.Env):
+    """A robot in its MuJoCo scene, commanded by chain joint targets, with a goal pose.
+
+    Args:
+        robot: registered robot name (or a :class:`RobotSpec`).
+        urdf: instead of ``robot``: a URDF path, with ``base`` and ``ee``.
+        base: the chain's base link (with ``urdf``).
+        ee: the chain's end-effector link (with ``urdf``).
+        frame_skip: physics steps per action (the control period is ``frame_skip × timestep``).
+        position_tolerance: success threshold on the position error [m].
+        rotation_tolerance: success threshold on the rotation error [rad].
+        rotation_weight: weight of the rotation error in the reward [m/rad].
+        render_mode: ``rgb_array``, ``human`` or ``None``.
+        width: rendered width [px].
+        height: rendered height [px].
+        camera: ``workspace`` or ``overview``.
+    """
+
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
+
+    def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
+                 ee: str | None = None, frame_skip: int = 10, position_tolerance: float = 0.005,
+                 rotation_tolerance: float = math.radians(2.0), rotation_weight: float = 0.1,
+                 render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace") -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise HikError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
+            raise HikError("frame_skip must be >= 1, tolerances positive and rotation_weight >= 0")
+        self.robot = resolve_robot(robot, urdf, base, ee)
+        self.scene = cached_scene(self.robot)
+        cameras = [self.scene.model.camera(i).name for i in range(self.scene.model.ncam)]
+        if camera not in cameras:
+            raise HikError(f"unknown camera {camera!r}; cameras are: {', '.join(cameras)}")
+        self.model = self.scene.model
+        self.data = mujoco.MjData(self.model)
+        self.kinematics = SingleTargetKinematics(self.robot)
+        self.frame_skip = frame_skip
+        self.dt = frame_skip * self.model.opt.timestep
+        self.metadata = {**self.metadata, "render_fps": int(round(1 / self.dt))}
+        self.position_tolerance, self.rotation_tolerance, self.rotation_weight = position_tolerance, rotation_tolerance, rotation_weight
+        self.render_mode, self.width, self.height, self.camera = render_mode, width, height, camera
+        self.lower, self.upper = np.asarray(self.robot.lower, dtype=np.float64), np.asarray(self.robot.upper, dtype=np.float64)
+        n = self.robot.dof
+        self.action_space = spaces.Box(self.lower, self.upper, dtype=np.float64)
+        vector = lambda size: spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float64)  # noqa: E731
+        unit = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float64)
+        self.observation_space = spaces.Dict({
+            "joint_pos": vector(n), "joint_vel": vector(n), "ee_pos": vector(3), "ee_quat": unit,
+            "goal_pos": vector(3), "goal_quat": unit, **self._extra_observation_spaces(),
+        })
+        self.goal_pos, self.goal_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        self._renderer: mujoco.Renderer | None = None
+        self._viewer = None
+
+    def _extra_observation_spaces(self) -> dict[str, spaces.Space]:
+        return {}
+
+    def _extra_observations(self) -> dict[str, np.ndarray]:
+        return {}
+
+    @property
+    def max_reach(self) -> float:
+        """Largest end-effector distance from the base origin [m] (from random configurations)."""
+        return _max_reach(self.robot)
+
+    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """End-effector position (3,) [m] and quaternion (4,) of a chain configuration, base frame."""
+        pose = self.kinematics.fk(q)
+        return pose.pos, pose.quat
+
+    def _reset_robot(self, q: np.ndarray) -> None:
+        mujoco.mj_resetDataKeyframe(self.model, self.data, self.scene.home_key)
+        self.data.qpos[self.scene.chain_qpos] = q
+        self.data.ctrl[self.scene.chain_actuators] = q
+        mujoco.mj_forward(self.model, self.data)
+
+    def _show_goal(self) -> None:
+        self.scene.set_target(self.data, self.goal_pos, self.goal_quat)
+
+    def _errors(self) -> tuple[float, float]:
+        pos, quat = self.scene.ee_pose(self.data)
+        dot = abs(float(np.dot(quat, self.goal_quat)))
+        return float(np.linalg.norm(pos - self.goal_pos)), 2.0 * math.acos(min(dot, 1.0))
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        pos, quat = self.scene.ee_pose(self.data)
+        return {
+            "joint_pos": self.data.qpos[self.scene.chain_qpos].copy(),
+            "joint_vel": self.data.qvel[self.scene.chain_dof].copy(),
+            "ee_pos": pos, "ee_quat": quat,
+            "goal_pos": self.goal_pos.copy(), "goal_quat": self.goal_quat.copy(),
+            **self._extra_observations(),
+        }
+
+    def _info(self) -> dict[str, Any]:
+        pos_err, rot_err = self._errors()
+        success = pos_err < self.position_tolerance and rot_err < self.rotation_tolerance
+        return {"pos_err": pos_err, "rot_err": rot_err, "success": success, "is_success": success,
+                "reward_pos": -pos_err, "reward_rot": -self.rotation_weight * rot_err}
+
+    def _apply(self, action: np.ndarray) -> np.ndarray:
+        """Validate an action; out-of-range values are clipped into the joint limits (documented)."""
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (self.robot.dof,):
+            raise HikError(f"action must be {self.robot.dof} joint targets [rad] for {self.robot.name!r}, got shape {action.shape}")
+        if not np.isfinite(action).all():
+            raise HikError(f"action must be finite, got {action}")
+        action = np.clip(action, self.lower, self.upper)
+        self.data.ctrl[self.scene.chain_actuators] = action
+        mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
+        return action
+
+    def render(self) -> np.ndarray | None:
+        """An RGB frame (``rgb_array``), or an update of the interactive viewer (``human``)."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' or 'human' to gym.make")
+            return None
+        self._show_goal()
+        mujoco.mj_forward(self.model, self.data)
+        if self.render_mode == "human":
+            if self._viewer is None:
+                import os
+
+                from mujoco import viewer
+
+                if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+                    raise HikError("render_mode='human' opens a window and needs a display; without one use render_mode='rgb_array'")
+                self._viewer = viewer.launch_passive(self.model, self.data)
+            self._viewer.sync()
+            return None
+        if self._renderer is None:
+            ensure_headless_gl()
+            self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
+        self._renderer.update_scene(self.data, camera=self.camera)
+        return self._renderer.render().copy()
+
+    def close(self) -> None:
+        """Release the renderer and the viewer."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None

@@ -1,0 +1,105 @@
+"""Reach: bring the end-effector to a goal pose and hold it there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hik_sim.envs.base import RobotGoalEnv
+from hik_sim.errors import HikError
+from hik_sim.robots import RobotSpec
+
+__all__ = ["ReachEnv"]
+
+
+class ReachEnv(RobotGoalEnv):
+    """Reach a goal pose with a robot's IK chain, in the robot's MuJoCo scene.
+
+    ## Description
+    Each episode draws a goal pose for the end-effector. Goals are reachable by construction: the
+    forward kinematics of a configuration drawn uniformly inside the joint limits (no rejection
+    loop). For robustness tests, ``unreachable_probability`` makes some goals unreachable: their
+    position is pushed to 1.2 × the robot's largest reach from the chain's base. The robot is any
+    URDF robot; joints outside the IK chain are held at home by the scene's servos.
+
+    ## Action Space
+    ``Box(lower, upper, (n,), float64)``: position targets [rad, or m for prismatic joints] for the
+    chain's n joints, in chain order, bounded by the joint limits. Targets outside the limits are
+    clipped into them; NaN/inf or a wrong shape raise :class:`~hik_sim.errors.HikError`.
+
+    ## Observation Space
+    ``Dict`` of float64 arrays, all in the chain's base frame:
+    ``joint_pos`` (n,) [rad], ``joint_vel`` (n,) [rad/s], ``ee_pos`` (3,) [m], ``ee_quat`` (4,) wxyz,
+    ``goal_pos`` (3,) [m], ``goal_quat`` (4,) wxyz.
+
+    ## Rewards
+    ``−(position error [m] + rotation_weight · rotation error [rad])`` (``rotation_weight`` 0.1 m/rad
+    by default); ``info`` holds each term (``reward_pos``, ``reward_rot``), the errors
+    (``pos_err`` [m], ``rot_err`` [rad]), ``success`` (both within tolerance now), ``is_success``
+    (success held long enough), ``reachable`` and ``steps_in_tolerance``.
+
+    ## Starting State
+    The robot's home configuration, plus uniform noise of ±``start_noise`` rad on the chain joints
+    (0 by default), clipped to the limits.
+
+    ## Episode End
+    Terminated when the errors stay within (``position_tolerance``, ``rotation_tolerance``),
+    5 mm and 2° by default, for ``hold_steps`` consecutive steps (5 = 0.1 s). Truncated by the time
+    limit of the registration (250 steps = 5 s at the default 50 Hz).
+
+    ## Arguments
+    ``gymnasium.make("hik_sim/Reach-irb120-v0")`` for a registered robot, or
+    ``gymnasium.make("hik_sim/Reach-v0", robot="panda")`` /
+    ``gymnasium.make("hik_sim/Reach-v0", urdf="arm.urdf", base="base_link", ee="tool0")``.
+    Further keywords: ``frame_skip`` (10), ``position_tolerance`` [m], ``rotation_tolerance`` [rad],
+    ``rotation_weight`` [m/rad], ``hold_steps``, ``unreachable_probability``, ``start_noise`` [rad],
+    ``render_mode`` (``rgb_array``, ``human``), ``width``, ``height``, ``camera`` (``workspace``,
+    ``overview``).
+
+    ## Version History
+    - v0: first release.
+    """
+
+    def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
+                 ee: str | None = None, hold_steps: int = 5, unreachable_probability: float = 0.0,
+                 start_noise: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(robot, urdf, base, ee, **kwargs)
+        if hold_steps < 1 or not 0 <= unreachable_probability <= 1 or start_noise < 0:
+            raise HikError("hold_steps must be >= 1, unreachable_probability in [0, 1] and start_noise >= 0")
+        self.hold_steps, self.unreachable_probability, self.start_noise = hold_steps, unreachable_probability, start_noise
+        self.reachable, self.steps_in_tolerance = True, 0
+
+    def _draw_goal(self) -> None:
+        rng = self.np_random
+        self.goal_q = rng.uniform(self.lower, self.upper)
+        self.goal_pos, self.goal_quat = self.fk(self.goal_q)
+        self.reachable = bool(rng.uniform() >= self.unreachable_probability)
+        if not self.reachable:
+            direction = self.goal_pos / max(np.linalg.norm(self.goal_pos), 1e-9)
+            self.goal_pos = 1.2 * self.max_reach * direction
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start at home (± ``start_noise``) with a new goal."""
+        super().reset(seed=seed)
+        home = np.asarray(self.robot.home, dtype=np.float64)
+        noise = self.np_random.uniform(-self.start_noise, self.start_noise, size=home.shape) if self.start_noise else 0.0
+        self._reset_robot(np.clip(home + noise, self.lower, self.upper))
+        self._draw_goal()
+        self.steps_in_tolerance = 0
+        self._show_goal()
+        info = self._info() | {"reachable": self.reachable, "steps_in_tolerance": 0}
+        info["is_success"] = False
+        return self._observation(), info
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Apply joint targets for one control period."""
+        self._apply(action)
+        info = self._info()
+        self.steps_in_tolerance = self.steps_in_tolerance + 1 if info["success"] else 0
+        terminated = self.steps_in_tolerance >= self.hold_steps
+        info |= {"is_success": terminated, "reachable": self.reachable, "steps_in_tolerance": self.steps_in_tolerance}
+        reward = info["reward_pos"] + info["reward_rot"]
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), float(reward), terminated, False, info

@@ -1,0 +1,124 @@
+"""`IKController`: an IK solver turned into a reaching policy for the hik_sim environments.
+
+The policy is a plain callable, observation → action. Each call solves IK for the goal pose,
+warm-started from the current joints (so tracking stays on one solution branch), and commands the
+answer as joint position targets. When a solve fails it holds the last safe command (initially
+the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
+how far a command may move from the current joints in one control period, and a lead time lets
+it aim at where a moving goal will be when the servos catch up. Batched observations (vector
+environments: a leading batch axis) give batched actions; the policy keeps one state per env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.solvers import DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+
+__all__ = ["IKController", "CONTROLLER_KINDS"]
+
+CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "harmoatt", "mlp", "multistart", "lm", "dm_control")
+
+
+class IKController:
+    """Observation → joint targets, through an IK solver.
+
+    Args:
+        solver: a :class:`~hik_sim.solvers.SingleTargetIK` (the fast path), or any solver with
+            ``solve(pos (B, 3), quat (B, 4), q_init (B, n)) → IKResult``.
+        joint_velocity_limit: largest joint speed a command may ask for [rad/s], or ``None``.
+        dt: the environment's control period [s] (needed with ``joint_velocity_limit``).
+        lead_time: aim at ``goal_pos + goal_vel · lead_time`` when the observation has a goal
+            velocity [s] (about 2/ω for a servo of natural frequency ω; 0: off).
+    """
+
+    def __init__(self, solver: Any, joint_velocity_limit: float | None = None, dt: float | None = None,
+                 lead_time: float = 0.0) -> None:
+        if joint_velocity_limit is not None and (joint_velocity_limit <= 0 or dt is None or dt <= 0):
+            raise HikError("joint_velocity_limit must be positive and comes with dt, the control period [s]")
+        if lead_time < 0:
+            raise HikError(f"lead_time must be >= 0, got {lead_time}")
+        self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
+        self.last_command: dict[int, np.ndarray] = {}
+        self.last_result: dict[int, IKResult] = {}
+        self.failures = 0
+
+    @classmethod
+    def pretrained(cls, robot: str, kind: str = "hybrid", **kwargs: Any) -> "IKController":
+        """A controller on a registered robot's shipped network.
+
+        Args:
+            robot: registered robot name.
+            kind: ``hybrid`` (network seed + LM, single-target path), ``harmoatt`` or ``mlp``
+                (network alone), ``multistart`` (LM from random seeds), ``lm`` (LM from the
+                current joints, then up to 9 random restarts; no network), ``dm_control``.
+            **kwargs: :class:`IKController` arguments; ``lead_time`` defaults to the scenes' servo
+                lag, 2/ω for the default 20 Hz servos (≈ 16 ms).
+
+        Raises:
+            HikError: unknown kind or robot.
+        """
+        from hik_sim.policies import load_pretrained
+        from hik_sim.robots import get_robot
+        from hik_sim.scene import SceneOptions
+
+        if kind not in CONTROLLER_KINDS:
+            raise HikError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
+        chain = Chain(get_robot(robot))
+        if kind == "hybrid":
+            solver: Any = SingleTargetIK(chain, load_pretrained(robot, "harmoatt"))
+        elif kind in ("harmoatt", "mlp"):
+            solver = NeuralIK(load_pretrained(robot, kind), chain)
+        elif kind == "multistart":
+            solver = MultistartIK(LMRefiner(chain), starts=10)
+        elif kind == "lm":
+            solver = SingleTargetIK(chain, restarts=9)
+        else:
+            from hik_sim.scene import build_scene
+
+            solver = DmControlIK(build_scene(chain.robot))
+        kwargs.setdefault("lead_time", 2 / (2 * np.pi * SceneOptions().natural_frequency))
+        return cls(solver, **kwargs)
+
+    def reset(self) -> None:
+        """Forget the held commands (call at the start of every episode)."""
+        self.last_command.clear()
+        self.last_result.clear()
+
+    def _solve(self, pos: np.ndarray, quat: np.ndarray, q_now: np.ndarray) -> IKResult:
+        if isinstance(self.solver, SingleTargetIK):
+            return self.solver.solve_one(pos, quat, q_init=q_now)
+        if hasattr(self.solver, "solve"):
+            return self.solver.solve(torch.as_tensor(pos[None]), torch.as_tensor(quat[None]), torch.as_tensor(q_now[None]))
+        raise HikError(f"{type(self.solver).__name__} is not an IK solver: it has neither solve_one nor solve")
+
+    def act(self, observation: dict[str, np.ndarray], index: int = 0) -> np.ndarray:
+        """Joint targets (n,) for one environment's observation."""
+        q_now = np.asarray(observation["joint_pos"], dtype=np.float64)
+        goal = np.asarray(observation["goal_pos"], dtype=np.float64)
+        if self.lead_time and "goal_vel" in observation:
+            goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
+        result = self._solve(goal, np.asarray(observation["goal_quat"], dtype=np.float64), q_now)
+        self.last_result[index] = result
+        if bool(result.success[0]):
+            command = result.q[0].numpy().astype(np.float64)
+        else:
+            self.failures += 1
+            command = self.last_command.get(index, q_now)
+        if self.joint_velocity_limit is not None:
+            step = self.joint_velocity_limit * self.dt
+            command = np.clip(command, q_now - step, q_now + step)
+        self.last_command[index] = command
+        return command.copy()
+
+    def __call__(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        """Joint targets: (n,) for one observation, (N, n) for a batch from a vector environment."""
+        if np.ndim(observation["joint_pos"]) == 1:
+            return self.act(observation)
+        batch = len(observation["joint_pos"])
+        return np.stack([self.act({k: v[i] for k, v in observation.items()}, index=i) for i in range(batch)])

@@ -1,0 +1,187 @@
+"""Gymnasium environments and the IK controller: spec conformance, determinism, vector envs, bad input."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import USER_URDF
+from gymnasium.utils.env_checker import check_env
+
+import hik_sim.envs
+from hik_sim.envs.trajectories import TRAJECTORIES, Trajectory
+from hik_sim.errors import HikError
+from hik_sim.policies.controller import IKController
+from hik_sim.robots import robot_names
+
+
+def test_every_robot_has_both_environments_registered() -> None:
+    for robot in robot_names():
+        assert f"hik_sim/Reach-{robot}-v0" in hik_sim.envs.ENV_IDS
+        assert f"hik_sim/Track-{robot}-v0" in hik_sim.envs.ENV_IDS
+    assert {"hik_sim/Reach-v0", "hik_sim/Track-v0"} <= set(hik_sim.envs.ENV_IDS)
+
+
+def test_registering_does_not_import_torch() -> None:
+    code = "import sys, gymnasium, hik_sim.envs; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("env_id", [i for i in hik_sim.envs.ENV_IDS if i.count("-") == 2])
+def test_check_env_passes_and_renders(env_id: str) -> None:
+    env = gym.make(env_id, render_mode="rgb_array", width=96, height=72)
+    check_env(env.unwrapped, skip_render_check=True)  # the render check would also open a 'human' window
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (72, 96, 3) and frame.std() > 5
+    env.close()
+
+
+@pytest.mark.parametrize("kind", ["Reach", "Track"])
+def test_generic_environments_take_a_robot_or_a_urdf(kind: str) -> None:
+    env = gym.make(f"hik_sim/{kind}-v0", robot="panda")
+    check_env(env.unwrapped, skip_render_check=True)
+    if kind == "Reach":
+        user = gym.make("hik_sim/Reach-v0", urdf=str(USER_URDF), base="base", ee="tool")
+        check_env(user.unwrapped, skip_render_check=True)
+        assert user.action_space.shape == (4,)
+    else:  # the 4-joint test arm cannot hold an orientation along a path
+        with pytest.raises(HikError, match="at least 6 joints"):
+            gym.make("hik_sim/Track-v0", urdf=str(USER_URDF), base="base", ee="tool")
+    with pytest.raises(HikError, match="registered robots are: irb120"):
+        gym.make(f"hik_sim/{kind}-v0", robot="nope")
+    with pytest.raises(HikError, match="robot=NAME"):
+        gym.make(f"hik_sim/{kind}-v0")
+
+
+def _rollout(env: gym.Env, seed: int, steps: int = 20) -> list[np.ndarray]:
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    out = [np.concatenate(list(obs.values()))]
+    for _ in range(steps):
+        obs, reward, *_ = env.step(env.action_space.low + rng.uniform(0, 1, env.action_space.shape) * (env.action_space.high - env.action_space.low))
+        out.append(np.concatenate([*obs.values(), [reward]]))
+    return out
+
+
+@pytest.mark.parametrize("env_id", ["hik_sim/Reach-irb120-v0", "hik_sim/Track-talos-v0"])
+def test_same_seed_same_episode(env_id: str) -> None:
+    a, b = _rollout(gym.make(env_id), 3), _rollout(gym.make(env_id), 3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    c = _rollout(gym.make(env_id), 4)
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_bad_actions_raise_and_out_of_range_is_clipped() -> None:
+    env = gym.make("hik_sim/Reach-irb120-v0")
+    env.reset(seed=0)
+    with pytest.raises(HikError, match="finite"):
+        env.step(np.full(6, np.nan))
+    with pytest.raises(HikError, match="6 joint targets"):
+        env.step(np.zeros(5))
+    env.step(np.full(6, 100.0))
+    ctrl = env.unwrapped.data.ctrl[env.unwrapped.scene.chain_actuators]
+    assert np.allclose(ctrl, env.unwrapped.upper)
+
+
+def test_reach_goals_are_reachable_by_construction_or_marked_unreachable() -> None:
+    env = gym.make("hik_sim/Reach-irb120-v0", unreachable_probability=0.5)
+    reach = env.unwrapped.max_reach
+    seen = set()
+    for seed in range(30):
+        obs, info = env.reset(seed=seed)
+        seen.add(info["reachable"])
+        if info["reachable"]:
+            pos, quat = env.unwrapped.fk(env.unwrapped.goal_q)
+            assert np.allclose(pos, obs["goal_pos"]) and np.allclose(quat, obs["goal_quat"])
+        else:
+            assert np.linalg.norm(obs["goal_pos"]) > 1.15 * reach
+    assert seen == {True, False}
+
+
+def test_lm_controller_reaches_and_holds() -> None:
+    env = gym.make("hik_sim/Reach-irb120-v0")
+    controller = IKController.pretrained("irb120", "lm")
+    successes = 0
+    for seed in range(5):
+        obs, info = env.reset(seed=seed)
+        controller.reset()
+        for _ in range(250):
+            obs, reward, terminated, truncated, info = env.step(controller(obs))
+            if terminated or truncated:
+                break
+        successes += int(info["is_success"])
+        assert info["steps_in_tolerance"] >= 5 or not terminated
+    assert successes == 5
+
+
+def test_unreachable_goal_holds_a_safe_command_and_never_leaves_the_limits() -> None:
+    env = gym.make("hik_sim/Reach-irb120-v0", unreachable_probability=1.0)
+    controller = IKController.pretrained("irb120", "lm", joint_velocity_limit=2.0, dt=env.unwrapped.dt)
+    obs, info = env.reset(seed=0)
+    lower, upper = env.unwrapped.lower, env.unwrapped.upper
+    for _ in range(50):
+        action = controller(obs)
+        assert np.all(action >= lower) and np.all(action <= upper)
+        assert np.all(np.abs(action - obs["joint_pos"]) <= 2.0 * env.unwrapped.dt + 1e-12)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert np.isfinite(reward) and not terminated
+    assert controller.failures > 0
+
+
+@pytest.mark.parametrize("vector", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
+def test_vector_envs_of_four_with_a_batched_controller(vector) -> None:  # noqa: ANN001
+    envs = vector([lambda: gym.make("hik_sim/Reach-irb120-v0") for _ in range(4)])
+    controller = IKController.pretrained("irb120", "lm")
+    obs, _ = envs.reset(seed=0)
+    for _ in range(30):
+        actions = controller(obs)
+        assert actions.shape == (4, 6)
+        obs, rewards, terminated, truncated, infos = envs.step(actions)
+    assert rewards.shape == (4,) and np.isfinite(rewards).all()
+    envs.close()
+
+
+def test_record_video_wrapper(tmp_path) -> None:  # noqa: ANN001
+    import imageio.v3 as iio
+
+    env = gym.wrappers.RecordVideo(gym.make("hik_sim/Reach-irb120-v0", render_mode="rgb_array", width=96, height=72),
+                                   str(tmp_path), episode_trigger=lambda episode: True, disable_logger=True)
+    env.reset(seed=0)
+    for _ in range(12):
+        env.step(env.action_space.sample())
+    env.close()
+    (video,) = tmp_path.glob("*.mp4")
+    assert len(list(iio.imiter(video))) >= 12
+
+
+@pytest.mark.parametrize("kind", TRAJECTORIES)
+def test_trajectories_start_at_the_centre_and_have_the_asked_speed(kind: str) -> None:
+    rng = np.random.default_rng(0)
+    trajectory = Trajectory.random_waypoints(0.1, 0.1, rng) if kind == "waypoints" else Trajectory(kind, 0.1, 0.1)
+    offset, _ = trajectory.at(0.0)
+    assert np.allclose(offset, 0.0)
+    times = np.linspace(0.0, 20.0, 20001)
+    points = np.array([trajectory.at(t)[0] for t in times])
+    velocities = np.array([trajectory.at(t)[1] for t in times])
+    assert np.allclose(np.gradient(points, times, axis=0)[5:-5], velocities[5:-5], atol=2e-3)  # velocity is the derivative
+    assert np.abs(np.linalg.norm(velocities, axis=1).mean() - 0.1) < 0.01
+    assert np.linalg.norm(points, axis=1).max() <= 2 * 0.1 + 1e-9
+    with pytest.raises(HikError, match="trajectories are"):
+        Trajectory("spiral", 0.1, 0.1)
+
+
+@pytest.mark.parametrize("kind", TRAJECTORIES)
+def test_track_goal_moves_with_its_velocity(kind: str) -> None:
+    env = gym.make("hik_sim/Track-irb120-v0", trajectory=kind, speed=0.1, size=0.08)
+    obs, info = env.reset(seed=1)
+    assert info["pos_err"] < 1e-4 and info["size"] <= 0.08
+    previous = obs["goal_pos"]
+    obs, *_ = env.step(obs["joint_pos"])
+    dt = env.unwrapped.dt
+    assert np.allclose((obs["goal_pos"] - previous) / dt, obs["goal_vel"], atol=0.02)
+    assert math.isclose(np.linalg.norm(obs["goal_quat"]), 1.0)
