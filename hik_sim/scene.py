@@ -367,6 +367,7 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
         UrdfError, MeshError: the URDF or a mesh is unusable.
         HikError: MuJoCo cannot compile the robot.
     """
+    ensure_headless_gl()  # before the first import of mujoco, so that the scene can be rendered headless
     import mujoco
 
     options = options or SceneOptions()

@@ -8,6 +8,10 @@ Importing this module registers (string entry points, torch is not imported):
   ``urdf=PATH, base=LINK, ee=LINK``.
 
 ``gymnasium.make("hik_sim.envs:hik_sim/Reach-irb120-v0")`` imports and registers in one go.
+
+Rendering needs an OpenGL backend chosen before MuJoCo is first imported: when no display and no
+``MUJOCO_GL`` are set, importing this module sets ``MUJOCO_GL=egl`` (headless), as hik_sim's
+commands do; set ``MUJOCO_GL`` yourself to choose otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from gymnasium.envs.registration import register, registry
 
 from hik_sim.robots.registry import robot_names
+from hik_sim.scene import ensure_headless_gl
 
 __all__ = ["ENV_IDS", "REACH_STEPS", "TRACK_STEPS"]
 
@@ -22,6 +27,8 @@ REACH_STEPS = 250  # 5 s at the default 50 Hz control rate
 TRACK_STEPS = 500  # 10 s
 
 ENV_IDS: list[str] = []
+
+ensure_headless_gl()
 
 
 def _register(env_id: str, entry_point: str, steps: int, **kwargs: str) -> None:

@@ -1,4 +1,4 @@
-"""Policies: the IK networks hik_sim ships, ready to load by robot and model name."""
+"""Policies: the IK networks hik_sim ships (by robot and model name) and the IK controller for the environments."""
 
 from __future__ import annotations
 
@@ -6,7 +6,15 @@ from pathlib import Path
 
 from hik_sim.errors import HikError
 
-__all__ = ["PRETRAINED_DIR", "pretrained_path", "pretrained_names", "load_pretrained"]
+__all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained"]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
+    if name == "IKController":
+        from hik_sim.policies.controller import IKController
+
+        return IKController
+    raise AttributeError(f"module 'hik_sim.policies' has no attribute {name!r}")
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 

@@ -1,0 +1,140 @@
+"""Closed-loop reaching and tracking with IK controllers in the hik_sim environments.
+
+Reach: ``--episodes`` episodes (default 200) of ``hik_sim/Reach-<robot>-v0``, each a new reachable
+goal from home; success = the errors stay within 5 mm and 2° for 5 steps before the 5 s limit.
+Reported: success rate, mean time to reach [s], IK latency per control step (median, p95) [ms],
+solver failures per episode.
+
+Track: ``--track-episodes`` episodes (default 10) of ``hik_sim/Track-<robot>-v0`` with a
+figure-eight (and the other trajectories with ``--all-trajectories``) at ``--speed`` (0.1 m/s);
+position error RMS / p95 / max [mm] after the first second, rotation RMS [°].
+
+Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the current joints) by
+default; add ``lm``, ``harmoatt``, ``mlp`` or ``dm_control`` with ``--controllers``.
+Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
+
+Usage::
+
+    python benchmarks/env_bench.py --robot irb120
+    python benchmarks/env_bench.py --robot irb120 --controllers hybrid lm dm_control --episodes 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+import hik_sim.envs  # noqa: F401  (registration)
+from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
+from hik_sim.envs.trajectories import TRAJECTORIES
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def reach(robot: str, kind: str, episodes: int, progress: bool) -> dict[str, object]:
+    """Reach episodes with one controller."""
+    env = gym.make(f"hik_sim/Reach-{robot}-v0")
+    controller = IKController.pretrained(robot, kind)
+    successes, times, latencies, failures = 0, [], [], 0
+    for episode in tqdm(range(episodes), desc=f"reach {kind}", disable=not progress, file=sys.stderr):
+        obs, info = env.reset(seed=episode)
+        controller.reset()
+        before = controller.failures
+        for step in range(1, 10_000):
+            action = controller(obs)
+            latencies.append(1000 * controller.last_result[0].wall_time)
+            obs, reward, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+        failures += controller.failures - before
+        if info["is_success"]:
+            successes += 1
+            times.append(step * env.unwrapped.dt)
+    env.close()
+    return {"controller": kind, "episodes": episodes, "success_rate": successes / episodes,
+            "time_to_reach_s": statistics.fmean(times) if times else float("nan"),
+            "ik_latency_median_ms": statistics.median(latencies), "ik_latency_p95_ms": _percentile(latencies, 95),
+            "solver_failures_per_episode": failures / episodes}
+
+
+def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, progress: bool) -> dict[str, object]:
+    """Track episodes with one controller and trajectory; errors after the first second."""
+    env = gym.make(f"hik_sim/Track-{robot}-v0", trajectory=trajectory, speed=speed)
+    controller = IKController.pretrained(robot, kind)
+    pos_errors, rot_errors, latencies, sizes = [], [], [], []
+    for episode in tqdm(range(episodes), desc=f"track {trajectory} {kind}", disable=not progress, file=sys.stderr):
+        obs, info = env.reset(seed=episode)
+        sizes.append(info["size"])
+        controller.reset()
+        truncated = False
+        while not truncated:
+            action = controller(obs)
+            latencies.append(1000 * controller.last_result[0].wall_time)
+            obs, reward, terminated, truncated, info = env.step(action)
+            if info["time"] > 1.0:
+                pos_errors.append(info["pos_err"])
+                rot_errors.append(info["rot_err"])
+    env.close()
+    pos_mm = 1000 * np.asarray(pos_errors)
+    return {"controller": kind, "trajectory": trajectory, "episodes": episodes, "speed_m_s": speed,
+            "mean_size_m": statistics.fmean(sizes), "pos_rms_mm": float(np.sqrt(np.mean(pos_mm**2))),
+            "pos_p95_mm": _percentile(list(pos_mm), 95), "pos_max_mm": float(pos_mm.max()),
+            "rot_rms_deg": float(np.degrees(np.sqrt(np.mean(np.square(rot_errors))))),
+            "ik_latency_median_ms": statistics.median(latencies)}
+
+
+def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
+    """Both tables."""
+    lines = [f"| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] | solver failures / episode |",
+             "|---|---|---:|---:|---:|---|---:|"]
+    for r in reach_rows:
+        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_rate']:.1f} % | {r['time_to_reach_s']:.2f} "
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures_per_episode']:.2f} |")
+    lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] |",
+              "|---|---|---|---:|---:|---|---:|"]
+    for r in track_rows:
+        lines.append(f"| {robot} | {r['controller']} | {r['trajectory']} | {r['speed_m_s']:.2f} | {r['mean_size_m']:.3f} "
+                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="env_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
+    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=CONTROLLER_KINDS)
+    parser.add_argument("--episodes", type=int, default=200, help="Reach episodes per controller (default 200)")
+    parser.add_argument("--track-episodes", type=int, default=10, help="Track episodes per controller (default 10)")
+    parser.add_argument("--speed", type=float, default=0.1, help="Track speed [m/s] (default 0.1)")
+    parser.add_argument("--all-trajectories", action="store_true", help="all trajectories, not only the figure-eight")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    if args.episodes < 1 or args.track_episodes < 1:
+        parser.error("--episodes and --track-episodes must be at least 1")
+    trajectories = TRAJECTORIES if args.all_trajectories else ("figure_eight",)
+    progress = not args.no_progress
+    reach_rows = [reach(args.robot, kind, args.episodes, progress) for kind in args.controllers]
+    track_rows = [track(args.robot, kind, t, args.track_episodes, args.speed, progress) for kind in args.controllers for t in trajectories]
+    text = markdown(args.robot, reach_rows, track_rows)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+              "robot": args.robot, "reach": reach_rows, "track": track_rows}
+    (args.out / f"env_{args.robot}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (args.out / f"env_{args.robot}.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
