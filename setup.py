@@ -28,6 +28,7 @@ setup(
         "imageio>=2.34,<2.39",
         "imageio-ffmpeg>=0.5,<0.9",
         "moviepy>=1.0.3",  # gymnasium.wrappers.RecordVideo writes through it
+        "matplotlib>=3.7",  # the evaluator's plots
         "tqdm>=4.66",
         "trimesh>=4.0,<6",
         "pycollada>=0.8,<0.10",

@@ -2,8 +2,10 @@
 
 The policy is a plain callable, observation → action. Each call solves IK for the goal pose,
 warm-started from the current joints (so tracking stays on one solution branch), and commands the
-answer as joint position targets. When a solve fails it holds the last safe command (initially
-the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
+answer as joint position targets. When a solve fails (outside the solver's tolerance) its answer
+is still commanded if it brings the end-effector closer to the goal than it is now (a network's
+best guess, the closest approach to an unreachable goal); otherwise the controller holds the last
+safe command (initially the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
 how far a command may move from the current joints in one control period, and a lead time lets
 it aim at where a moving goal will be when the servos catch up. Batched observations (vector
 environments: a leading batch axis) give batched actions; the policy keeps one state per env.
@@ -11,6 +13,7 @@ environments: a leading batch axis) give batched actions; the policy keeps one s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -35,15 +38,18 @@ class IKController:
         dt: the environment's control period [s] (needed with ``joint_velocity_limit``).
         lead_time: aim at ``goal_pos + goal_vel · lead_time`` when the observation has a goal
             velocity [s] (about 2/ω for a servo of natural frequency ω; 0: off).
+        rotation_weight: weight of the rotation error when comparing a failed answer with the
+            current pose [m/rad].
     """
 
     def __init__(self, solver: Any, joint_velocity_limit: float | None = None, dt: float | None = None,
-                 lead_time: float = 0.0) -> None:
+                 lead_time: float = 0.0, rotation_weight: float = 0.2) -> None:
         if joint_velocity_limit is not None and (joint_velocity_limit <= 0 or dt is None or dt <= 0):
             raise HikError("joint_velocity_limit must be positive and comes with dt, the control period [s]")
         if lead_time < 0:
             raise HikError(f"lead_time must be >= 0, got {lead_time}")
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
+        self.rotation_weight = rotation_weight
         self.last_command: dict[int, np.ndarray] = {}
         self.last_result: dict[int, IKResult] = {}
         self.failures = 0
@@ -103,12 +109,17 @@ class IKController:
         goal = np.asarray(observation["goal_pos"], dtype=np.float64)
         if self.lead_time and "goal_vel" in observation:
             goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
-        result = self._solve(goal, np.asarray(observation["goal_quat"], dtype=np.float64), q_now)
+        goal_quat = np.asarray(observation["goal_quat"], dtype=np.float64)
+        result = self._solve(goal, goal_quat, q_now)
         self.last_result[index] = result
-        if bool(result.success[0]):
+        answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
+        current_error = (float(np.linalg.norm(np.asarray(observation["ee_pos"]) - goal))
+                         + self.rotation_weight * 2 * math.acos(min(1.0, abs(float(np.dot(observation["ee_quat"], goal_quat))))))
+        if not bool(result.success[0]):
+            self.failures += 1
+        if bool(result.success[0]) or answer_error < current_error:
             command = result.q[0].numpy().astype(np.float64)
         else:
-            self.failures += 1
             command = self.last_command.get(index, q_now)
         if self.joint_velocity_limit is not None:
             step = self.joint_velocity_limit * self.dt
