@@ -37,15 +37,15 @@ import torch
 
 from hik_sim.checkpoint import Card
 from hik_sim.data import make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.experiments import TEST_SEED, compare_networks, shipped_pair
 from hik_sim.kinematics import Chain
 from hik_sim.losses import LossConfig
 from hik_sim.models import build_model, mlp_hidden_for, parameter_count
 from hik_sim.network import IKNetwork
-from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, evaluate_network, train
 
-TEST_SEED = 2024
 METRICS = ("pos_mean_mm", "pos_median_mm", "pos_p95_mm", "rot_mean_deg", "rot_median_deg", "rot_p95_deg",
            "success_5mm_2deg", "success_10mm_20deg")
 LOSS_VARIANTS: dict[str, dict[str, object]] = {
@@ -68,9 +68,9 @@ def _pair_config(model: str, steps: int, outputs: int, quick: bool) -> TrainConf
 
 
 def _networks(robot_name: str, args: argparse.Namespace) -> dict[str, tuple[IKNetwork, Card]]:
-    if not args.train:
-        return {model: (net, net.card) for model in ("harmoatt", "mlp") for net in [load_pretrained(robot_name, model)]}
     robot = get_robot(robot_name)
+    if not args.train:
+        return shipped_pair(robot)
     out = {}
     for model in ("harmoatt", "mlp"):
         result = train(robot, _pair_config(model, args.steps, robot.dof, args.quick), progress=not args.no_progress)
@@ -78,42 +78,9 @@ def _networks(robot_name: str, args: argparse.Namespace) -> dict[str, tuple[IKNe
     return out
 
 
-def _check_fair(robot_name: str, cards: dict[str, Card]) -> dict[str, object]:
-    """Equal parameter count (±10 %) and equal budget (steps, batch, seed), or exit."""
-    h, m = cards["harmoatt"], cards["mlp"]
-    ratio = m.parameters / h.parameters
-    budget = {k: (h.config[k], m.config[k]) for k in ("batch", "seed")} | {"steps": (h.steps, m.steps)}
-    problems = [f"{k}: {a} vs {b}" for k, (a, b) in budget.items() if a != b]
-    if not 0.9 <= ratio <= 1.1:
-        problems.append(f"parameters {h.parameters} vs {m.parameters}")
-    if problems:
-        sys.exit(f"{robot_name}: HarmoAtt-IK and MLP were not trained on equal terms ({'; '.join(problems)})")
-    return {"parameters": {"harmoatt": h.parameters, "mlp": m.parameters}, "steps": h.steps, "batch": h.config["batch"],
-            "seed": h.config["seed"], "training_seconds": {"harmoatt": h.training_seconds, "mlp": m.training_seconds}}
-
-
-def reductions(harmoatt: dict[str, float], mlp: dict[str, float]) -> dict[str, float]:
-    """HarmoAtt-IK's gains over the MLP: relative reductions [%] of mean errors, success gains [points]."""
-    return {
-        "pos_mean_reduction_pct": 100 * (mlp["pos_mean_mm"] - harmoatt["pos_mean_mm"]) / mlp["pos_mean_mm"],
-        "rot_mean_reduction_pct": 100 * (mlp["rot_mean_deg"] - harmoatt["rot_mean_deg"]) / mlp["rot_mean_deg"],
-        "success_5mm_2deg_gain_pts": 100 * (harmoatt["success_5mm_2deg"] - mlp["success_5mm_2deg"]),
-        "success_10mm_20deg_gain_pts": 100 * (harmoatt["success_10mm_20deg"] - mlp["success_10mm_20deg"]),
-    }
-
-
 def compare_models(robots: list[str], args: argparse.Namespace) -> list[dict[str, object]]:
     """Part 1: one row per robot."""
-    rows = []
-    for robot_name in robots:
-        chain = Chain(get_robot(robot_name))
-        targets = make_eval_set(chain, TEST_SEED, args.targets)
-        nets = _networks(robot_name, args)
-        fairness = _check_fair(robot_name, {k: card for k, (_, card) in nets.items()})
-        metrics = {model: evaluate_network(net, chain, targets) for model, (net, _) in nets.items()}
-        rows.append({"robot": robot_name, "dof": chain.dof, "targets": args.targets, "targets_sha256": targets.sha256,
-                     **fairness, "metrics": metrics, "reductions": reductions(metrics["harmoatt"], metrics["mlp"])})
-    return rows
+    return [compare_networks(get_robot(name), _networks(name, args), args.targets) for name in robots]
 
 
 def loss_ablation(robots: list[str], args: argparse.Namespace) -> list[dict[str, object]]:
@@ -177,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.targets < 1 or args.steps < 1 or args.ablation_steps < 1:
         parser.error("--targets, --steps and --ablation-steps must be at least 1")
-    models = compare_models(args.robots, args)
+    try:
+        models = compare_models(args.robots, args)
+    except HikError as exc:
+        parser.exit(2, f"error: {exc}\n")
     losses = loss_ablation(args.loss_robots, args)
     table = markdown(models, losses)
     print(table)

@@ -96,7 +96,7 @@ def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, p
 
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
     """Both tables."""
-    lines = [f"| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] | solver failures / episode |",
+    lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] | solver failures / episode |",
              "|---|---|---:|---:|---:|---|---:|"]
     for r in reach_rows:
         lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_rate']:.1f} % | {r['time_to_reach_s']:.2f} "

@@ -43,59 +43,15 @@ import numpy as np
 import torch
 
 from hik_sim.cli import add_robot_arguments, robot_from_args
-from hik_sim.data import JointSelection, make_eval_set
+from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
+from hik_sim.experiments import PAPER_IRB120, TARGET_SEED, hybrid_table
 from hik_sim.kinematics import Chain, reference_chain
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import RobotSpec, get_robot, robot_names
 from hik_sim.rotations import position_error, rotation_error
-from hik_sim.solvers import REPORT_TOLERANCES, DmControlIK, HybridIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+from hik_sim.solvers import REPORT_TOLERANCES, DmControlIK, SingleTargetIK
 
-TARGET_SEED = 777
-PAPER_IRB120 = {"hybrid": {"pos_mean_mm": 1.406, "rot_mean_deg": 0.900, "success_5mm_2deg": 0.942},
-                "evals_reduction_pct": 95.1, "time_reduction_pct": 82.5}
-
-
-def _summary(name: str, result: IKResult, count: int) -> dict[str, float | str]:
-    exact = result.success_at(REPORT_TOLERANCES["0.1mm_0.1deg"])
-    row: dict[str, float | str] = {
-        "solver": name,
-        "pos_mean_mm": float(result.pos_err.mean() * 1000),
-        "rot_mean_deg": float(torch.rad2deg(result.rot_err).mean()),
-        "function_evals": float(result.function_evals.double().mean()),
-        "iterations": float(result.iterations.double().mean()),
-        "ms_per_target": 1000 * result.wall_time / count,
-        "exact_per_second": float(exact.sum()) / result.wall_time,
-    }
-    for key, tolerance in REPORT_TOLERANCES.items():
-        row[f"success_{key}"] = float(result.success_at(tolerance).double().mean())
-    return row
-
-
-def paper_table(robot: RobotSpec, targets: int) -> dict[str, object]:
-    """Part 1 for one robot."""
-    chain = Chain(robot)
-    batch = make_eval_set(chain, TARGET_SEED, targets).batch
-    network = load_pretrained(robot.name, "harmoatt")
-    refiner = LMRefiner(chain)
-    solvers: list[tuple[str, Callable[[], IKResult]]] = [
-        ("network (full joint space)", lambda: NeuralIK(network, chain).solve(batch.pos, batch.quat)),
-        ("hybrid: network + LM", lambda: HybridIK(network, refiner, restarts=9).solve(batch.pos, batch.quat)),
-        ("multistart-10 LM", lambda: MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)),
-    ]
-    if robot.name == "irb120":
-        fixed = JointSelection.for_chain(chain, {"joint_6": 0.0})
-        fixed_batch = make_eval_set(chain, TARGET_SEED, targets, fixed).batch
-        fixed_network = load_pretrained(robot.name, "harmoatt_q6fixed")
-        solvers.insert(1, ("network (q6 fixed)", lambda: NeuralIK(fixed_network, chain).solve(fixed_batch.pos, fixed_batch.quat)))
-    rows = [_summary(name, run(), targets) for name, run in solvers]
-    hybrid, multistart = rows[-2], rows[-1]
-    reductions = {
-        "evals_reduction_pct": 100 * (1 - hybrid["function_evals"] / multistart["function_evals"]),
-        "time_reduction_pct": 100 * (1 - hybrid["ms_per_target"] / multistart["ms_per_target"]),
-        "time_speedup": multistart["ms_per_target"] / hybrid["ms_per_target"],
-    }
-    return {"robot": robot.name, "targets": targets, "rows": rows, "hybrid_vs_multistart": reductions}
 
 
 def _latency_row(name: str, times: list[float], pos_err: list[float], rot_err: list[float],
@@ -298,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     tables, peer_rows = [], {}
     for robot in robots:
         print(f"{robot.name}: paper table on {args.targets} targets", file=sys.stderr, flush=True)
-        tables.append(paper_table(robot, args.targets))
+        tables.append(hybrid_table(robot, args.targets))
         if not args.no_peers:
             print(f"{robot.name}: peers on {args.peer_targets} targets", file=sys.stderr, flush=True)
             peer_rows[robot.name] = peers(robot, args.peer_targets)

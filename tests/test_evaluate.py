@@ -1,0 +1,76 @@
+"""The evaluator on a tiny budget: report fields, videos that decode, plots, and a user robot end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import imageio.v3 as iio
+import pytest
+from conftest import USER_URDF
+
+from hik_sim.errors import HikError
+from hik_sim.evaluate import EvalConfig
+from hik_sim.evaluate import main as evaluate_main
+from hik_sim.train import main as train_main
+
+TINY = ["--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.5", "--ik-targets", "100", "--no-progress"]
+
+
+def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # noqa: ANN001
+    out = tmp_path / "run"
+    assert evaluate_main(["--robot", "irb120", "--policy", "harmoatt", "hybrid", "--out", str(out), *TINY]) == 0
+    assert "## Reach" in capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert report["robot"]["name"] == "irb120" and set(report["policies"]) == {"harmoatt", "hybrid"}
+    for name, entry in report["policies"].items():
+        assert {"pos_mean_mm", "rot_mean_deg", "success_5mm_2deg", "success_10mm_20deg", "ms_per_target"} <= set(entry["ik"])
+        assert {"success_5mm_2deg", "time_to_reach_s", "ik_latency_median_ms", "joint_limit_violations", "solver_failures"} <= set(entry["reach"])
+        assert {"pos_rms_mm", "pos_p95_mm", "pos_max_mm", "rot_rms_deg"} <= set(entry["track"])
+        assert entry["reach"]["joint_limit_violations"] == 0
+    assert report["policies"]["hybrid"]["reach"]["success_5mm_2deg"] == 1.0
+    assert report["policies"]["hybrid"]["ik"]["success_5mm_2deg"] > report["policies"]["harmoatt"]["ik"]["success_5mm_2deg"]
+    for video, frames in report["video_frames"].items():
+        decoded = list(iio.imiter(out / video))
+        assert len(decoded) == frames > 0
+        assert decoded[0].shape == (240, 320, 3)
+        assert (out / video).with_suffix(".gif").is_file()
+    assert set(report["video_frames"]) == {"harmoatt_reach.mp4", "harmoatt_track.mp4", "hybrid_reach.mp4", "hybrid_track.mp4"}
+    for plot in ("ik_errors.png", "reach_error.png", "track_error.png"):
+        assert iio.imread(out / plot).shape[0] > 100
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert {r["part"] for r in rows} == {"ik", "reach", "track"}
+    assert "![ik_errors.png](ik_errors.png)" in (out / "summary.md").read_text()
+
+
+def test_user_robot_end_to_end_train_then_evaluate(tmp_path) -> None:  # noqa: ANN001
+    checkpoint = tmp_path / "arm.pt"
+    robot_args = ["--urdf", str(USER_URDF), "--base", "base", "--ee", "tool"]
+    assert train_main([*robot_args, "--model", "mlp", "--steps", "20", "--batch", "128", "--eval-size", "64",
+                       "--model-option", "hidden=32", "--no-progress", "--out", str(checkpoint)]) == 0
+    out = tmp_path / "run"
+    argv = [*robot_args, "--checkpoint", str(checkpoint), "--env", "reach", "--no-video", "--out", str(out), *TINY]
+    assert evaluate_main(argv) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["policies"]) == {"arm", "multistart"}
+    assert report["policies"]["multistart"]["reach"]["success_5mm_2deg"] == 1.0
+
+
+def test_bad_evaluator_input() -> None:
+    with pytest.raises(HikError, match="environments are"):
+        EvalConfig(envs=("fly",))
+    with pytest.raises(SystemExit):
+        evaluate_main(["--robot", "irb120", "--policy", "transformer", *TINY])
+
+
+def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
+    from hik_sim.evaluate import paper_suite
+    from hik_sim.robots import HUMANOIDS
+
+    record = paper_suite(tmp_path, targets=200, progress=False)
+    assert [row["robot"] for row in record["humanoids"]] == list(HUMANOIDS)
+    solvers = [row["solver"] for row in record["irb120"]["rows"]]
+    assert solvers == ["network (full joint space)", "network (q6 fixed)", "hybrid: network + LM", "multistart-10 LM"]
+    hybrid, multistart = record["irb120"]["rows"][2], record["irb120"]["rows"][3]
+    assert hybrid["function_evals"] < multistart["function_evals"]
+    assert "published hybrid" in (tmp_path / "paper.md").read_text()
