@@ -6,10 +6,10 @@
   target, joint limits enforced at every step (projection), per-target early exit, and per-target
   counts of FK and Jacobian evaluations.
 - :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
-  round after round, for the targets not yet solved, up to N seeds.
+  round after round, for the targets not yet converged, up to N seeds.
 - :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
-  tracking) seeds LM; targets that still fail get random restarts, so its success is never below
-  multistart's with as many restarts.
+  tracking) seeds LM; targets it leaves unconverged (a local minimum, often at a joint limit) get
+  random restarts, so its success is never below multistart's with as many restarts.
 
 Targets are poses of the end-effector in the chain's base frame: positions (B, 3) [m] and
 quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quaternions and wrong
@@ -288,7 +288,9 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         improved = cost < best_cost[idx]
         best_q[idx[improved]] = q[improved]
         best_cost[idx[improved]] = cost[improved]
-        solved[idx] |= refiner.tolerance.met(pos_err, rot_err)
+        # Converged targets are done; one that met the success tolerance in a local minimum (often
+        # pinned at a joint limit) is not, and gets another seed.
+        solved[idx] |= (pos_err < 2 * refiner.stop.position) & (rot_err < 2 * refiner.stop.rotation)
         iterations[idx] += it
         fk[idx] += f
         jac[idx] += j
