@@ -50,7 +50,7 @@ class IKNetwork(nn.Module):
         out = self.model(self.normalizer(pos, quat))
         return out._replace(q=self.selection.expand(out.q))
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def solve(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         """Joint values (B, n) for target poses, without gradients, in the network's dtype and device."""
         param = next(self.parameters())
