@@ -88,7 +88,7 @@ class TrackEnv(RobotGoalEnv):
 
     def _reachable(self, trajectory: Trajectory, q: np.ndarray, quat: np.ndarray, points: int = 48) -> np.ndarray | None:
         """IK by continuation along one period; the start configuration, or None if a point fails."""
-        period = 4 * self.size / self.speed + 4 * np.pi * trajectory.size / self.speed
+        period = 17 * trajectory.size / self.speed  # at least one period of every kind (a waypoint loop is < 10 sizes long)
         start = None
         for t in np.linspace(0.0, period, points):
             offset, _ = trajectory.at(float(t))
