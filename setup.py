@@ -32,9 +32,10 @@ setup(
         "tqdm>=4.66",
         "trimesh>=4.0,<6",
         "pycollada>=0.8,<0.10",
-        "example-robot-data>=4.1,<7",
-        "icub-models>=2.0,<4",
-        "jvrc-description>=1.1,<2",
+        # robot descriptions pinned: the shipped checkpoints are checked against these URDFs' hashes
+        "example-robot-data==6.0.0",
+        "icub-models==3.2.0",
+        "jvrc-description==1.1.1",
     ],
     extras_require={
         "test": ["pytest>=8", "hypothesis>=6.100"],

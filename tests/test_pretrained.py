@@ -1,0 +1,103 @@
+"""The shipped checkpoints: one per registered robot and model, each true to its card."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import robot_by_id
+
+from hik_sim.data import make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.policies import load_pretrained, pretrained_names, pretrained_path
+from hik_sim.robots import robot_names
+from hik_sim.train import evaluate_network
+
+
+@pytest.mark.parametrize("robot", robot_names())
+def test_shipped_checkpoints_load_and_match_their_cards(robot: str) -> None:
+    spec = robot_by_id(robot)
+    chain = Chain(spec)
+    for model in ("harmoatt", "mlp"):
+        assert f"{robot}/{model}" in pretrained_names()
+        network = load_pretrained(robot, model)
+        assert network.card.robot == robot and network.card.model == model
+        eval_set = make_eval_set(chain, network.card.eval_set["seed"], 500)
+        q = network.solve(eval_set.batch.pos, eval_set.batch.quat)
+        lower, upper = chain.limits()
+        assert (q >= lower).all() and (q <= upper).all()
+        full = network.card.eval_set
+        assert full["size"] >= 10_000
+        # the card's figures are measured: rerun them on the same set
+        metrics = evaluate_network(network, chain, make_eval_set(chain, full["seed"], full["size"]))
+        assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-6)
+        assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-6)
+    assert pretrained_path(robot, "harmoatt").stat().st_size < 8 * 2**20
+
+
+def test_irb120_ships_a_fixed_q6_network_and_unknown_names_fail() -> None:
+    network = load_pretrained("irb120", "harmoatt_q6fixed")
+    assert network.card.fixed_joints == {"joint_6": 0.0}
+    with pytest.raises(HikError, match="shipped: .*irb120/harmoatt"):
+        load_pretrained("irb120", "transformer")
+    with pytest.raises(HikError, match="registered robots are"):
+        load_pretrained("nope", "mlp")
+
+
+def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
+    import gymnasium as gym
+    import numpy as np
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.policies import IKController
+
+    env = gym.make("hik_sim/Reach-irb120-v0")
+    controller = IKController.pretrained("irb120", "hybrid")
+    successes = 0
+    for seed in range(10):
+        obs, info = env.reset(seed=seed)
+        controller.reset()
+        for _ in range(250):
+            obs, reward, terminated, truncated, info = env.step(controller(obs))
+            if terminated or truncated:
+                break
+        successes += int(info["is_success"])
+    assert successes >= 9
+    track = gym.make("hik_sim/Track-irb120-v0", trajectory="figure_eight", speed=0.1)
+    obs, info = track.reset(seed=0)
+    controller.reset()
+    errors = []
+    for _ in range(250):
+        obs, reward, terminated, truncated, info = track.step(controller(obs))
+        if info["time"] > 1.0:
+            errors.append(info["pos_err"])
+    assert np.sqrt(np.mean(np.square(errors))) < 0.003  # 2 mm in the benchmark; looser here
+
+
+def test_example_script_runs_and_writes_a_video(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "reach.py"
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "success: True" in done.stdout
+    assert list((tmp_path / "videos").glob("reach-episode-0.mp4"))
+
+
+def test_readme_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> None:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from hik_sim.experiments import compare_networks, shipped_pair
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("ablation", root / "benchmarks" / "ablation.py")
+    ablation = importlib.util.module_from_spec(spec)
+    sys.modules["ablation"] = ablation
+    spec.loader.exec_module(ablation)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("<!-- ablation:models:begin -->\n", 1)[1].split("<!-- ablation:models:end -->", 1)[0]
+    rows = [compare_networks(robot_by_id(name), shipped_pair(robot_by_id(name)), 10_000) for name in robot_names()]
+    assert ablation.markdown(rows, []) == shown
