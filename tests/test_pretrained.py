@@ -78,8 +78,12 @@ def test_example_script_runs_and_writes_a_video(tmp_path) -> None:  # noqa: ANN0
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "examples" / "reach.py"
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))}
+    done = subprocess.run([sys.executable, str(root / "examples" / "reach.py")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "success: True" in done.stdout
     assert list((tmp_path / "videos").glob("reach-episode-0.mp4"))
