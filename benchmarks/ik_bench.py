@@ -100,7 +100,7 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     try:
         import pytracik
 
-        solver = pytracik.TRAC_IK(robot.base_link, robot.ee_link, str(robot.urdf), 0.005, 1e-5, pytracik.SolveType.Speed)
+        solver = pytracik.TRAC_IK(robot.base_link, robot.ee_link, robot.urdf.read_text(), 0.005, 1e-5, pytracik.SolveType.Speed)
 
         def trac(i: int) -> np.ndarray:
             p, q = batch.pos[i].tolist(), batch.quat[i].tolist()
