@@ -176,8 +176,8 @@ def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -
     return metrics, result.pos_err.numpy(), result.rot_err.numpy()
 
 
-def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, label: str):  # noqa: ANN001, ANN202
-    """One episode: per-step errors, latencies, limit violations, frames."""
+def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, label: str, frame_every: int):  # noqa: ANN001, ANN202
+    """One episode: per-step errors, latencies, limit violations, and every ``frame_every``-th frame."""
     controller = policy.controller
     obs, info = env.reset(seed=seed)
     controller.reset()
@@ -194,7 +194,7 @@ def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, l
         pos_err.append(info["pos_err"])
         rot_err.append(info["rot_err"])
         times.append(step * base.dt)
-        if record and (step % 2 == 0 or label == "reach"):
+        if record and step % frame_every == 0:
             frames.append(_annotate(env.render(), [f"{policy.name} | {label} | t = {times[-1]:.2f} s",
                                                    f"position error {1000 * info['pos_err']:.2f} mm, rotation {math.degrees(info['rot_err']):.2f} deg"]))
         if terminated or truncated:
@@ -230,30 +230,22 @@ def evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool = T
         entry["ik"], pos, rot = ik_accuracy(policy, robot, config.ik_targets, config.seed)
         curves["ik"][policy.name] = (pos, rot)
         bar.update(1)
-        if "reach" in config.envs:
-            bar.set_postfix(policy=policy.name, task="reach")
-            env = gym.make("hik_sim/Reach-v0", robot=robot, **env_kwargs)
-            episodes = [_episode(env, policy, config.seed + i, config.video and i == 0, 250, "reach") for i in range(config.episodes)]
+        for env_name in config.envs:
+            bar.set_postfix(policy=policy.name, task=env_name)
+            if env_name == "reach":
+                env = gym.make("hik_sim/Reach-v0", robot=robot, **env_kwargs)
+                count, steps, frame_every = config.episodes, 250, 1
+            else:
+                env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed, **env_kwargs)
+                count, steps, frame_every = config.track_episodes, int(round(config.track_seconds / env.unwrapped.dt)), 2
+            episodes = [_episode(env, policy, config.seed + i, config.video and i == 0, steps, env_name, frame_every)
+                        for i in range(count)]
             env.close()
-            entry["reach"] = _reach_metrics(episodes, env.unwrapped.dt)
-            curves["reach"][policy.name] = episodes[0]
+            entry[env_name] = _reach_metrics(episodes) if env_name == "reach" else _track_metrics(episodes)
+            curves[env_name][policy.name] = episodes[0]
             if config.video:
-                path = out / f"{policy.name}_reach.mp4"
-                _write_video(episodes[0]["frames"], path, int(round(1 / env.unwrapped.dt)))
-                report["files"] += [path.name, path.with_suffix(".gif").name]
-                report["video_frames"][path.name] = len(episodes[0]["frames"])
-            bar.update(1)
-        if "track" in config.envs:
-            bar.set_postfix(policy=policy.name, task="track")
-            env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed, **env_kwargs)
-            steps = int(round(config.track_seconds / env.unwrapped.dt))
-            episodes = [_episode(env, policy, config.seed + i, config.video and i == 0, steps, "track") for i in range(config.track_episodes)]
-            env.close()
-            entry["track"] = _track_metrics(episodes)
-            curves["track"][policy.name] = episodes[0]
-            if config.video:
-                path = out / f"{policy.name}_track.mp4"
-                _write_video(episodes[0]["frames"], path, int(round(0.5 / env.unwrapped.dt)))
+                path = out / f"{policy.name}_{env_name}.mp4"
+                _write_video(episodes[0]["frames"], path, int(round(1 / (frame_every * env.unwrapped.dt))))
                 report["files"] += [path.name, path.with_suffix(".gif").name]
                 report["video_frames"][path.name] = len(episodes[0]["frames"])
             bar.update(1)
@@ -269,7 +261,7 @@ def evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool = T
     return report
 
 
-def _reach_metrics(episodes: list[dict[str, Any]], dt: float) -> dict[str, float]:
+def _reach_metrics(episodes: list[dict[str, Any]]) -> dict[str, float]:
     successes = [e for e in episodes if e["success"]]
     latency = [x for e in episodes for x in e["latency"]]
     final_pos = np.array([e["pos_err"][-1] for e in episodes])

@@ -32,3 +32,17 @@ def robot_by_id(name: str) -> RobotSpec:
 def robot(request: pytest.FixtureRequest) -> RobotSpec:
     """Every registered robot and the user test arm."""
     return robot_by_id(request.param)
+
+
+def reach_successes(env, controller, seeds: range) -> int:  # noqa: ANN001
+    """Reach episodes run with a controller; how many ended with the goal held."""
+    successes = 0
+    for seed in seeds:
+        obs, info = env.reset(seed=seed)
+        controller.reset()
+        for _ in range(250):
+            obs, reward, terminated, truncated, info = env.step(controller(obs))
+            if terminated or truncated:
+                break
+        successes += int(info["is_success"])
+    return successes

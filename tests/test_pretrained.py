@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import robot_by_id
+from conftest import reach_successes, robot_by_id
 
 from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
@@ -50,18 +50,8 @@ def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     import hik_sim.envs  # noqa: F401
     from hik_sim.policies import IKController
 
-    env = gym.make("hik_sim/Reach-irb120-v0")
     controller = IKController.pretrained("irb120", "hybrid")
-    successes = 0
-    for seed in range(10):
-        obs, info = env.reset(seed=seed)
-        controller.reset()
-        for _ in range(250):
-            obs, reward, terminated, truncated, info = env.step(controller(obs))
-            if terminated or truncated:
-                break
-        successes += int(info["is_success"])
-    assert successes >= 9
+    assert reach_successes(gym.make("hik_sim/Reach-irb120-v0"), controller, range(10)) >= 9
     track = gym.make("hik_sim/Track-irb120-v0", trajectory="figure_eight", speed=0.1)
     obs, info = track.reset(seed=0)
     controller.reset()
