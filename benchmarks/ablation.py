@@ -41,7 +41,7 @@ from hik_sim.errors import HikError
 from hik_sim.experiments import TEST_SEED, compare_networks, shipped_pair
 from hik_sim.kinematics import Chain
 from hik_sim.losses import LossConfig
-from hik_sim.models import build_model, mlp_hidden_for, parameter_count
+from hik_sim.models import matched_mlp_hidden
 from hik_sim.network import IKNetwork
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, evaluate_network, train
@@ -61,8 +61,7 @@ def _pair_config(model: str, steps: int, outputs: int, quick: bool) -> TrainConf
     if model == "harmoatt":
         options = QUICK_OPTIONS["harmoatt"] if quick else ()
     else:
-        reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **dict(QUICK_OPTIONS["harmoatt"] if quick else ()))
-        options = (("hidden", mlp_hidden_for(parameter_count(reference), outputs)),)
+        options = (("hidden", matched_mlp_hidden(outputs, **dict(QUICK_OPTIONS["harmoatt"] if quick else ()))),)
     return TrainConfig(model=model, steps=steps, batch=128 if quick else 1024, model_options=options,
                        eval_size=256 if quick else 2000, normalizer_samples=5000 if quick else 100_000)
 

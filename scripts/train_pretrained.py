@@ -19,10 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-import torch
 
 from hik_sim.checkpoint import save_checkpoint
-from hik_sim.models import build_model, mlp_hidden_for, parameter_count
+from hik_sim.models import matched_mlp_hidden
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, train
@@ -42,9 +41,7 @@ def jobs(robots: list[str]) -> list[tuple[str, str, str, tuple[tuple[str, float]
 
 def matched_mlp_options(robot_name: str, fixed: tuple[tuple[str, float], ...]) -> tuple[tuple[str, int], ...]:
     """MLP width whose parameter count matches HarmoAtt-IK's for this robot."""
-    outputs = get_robot(robot_name).dof - len(fixed)
-    target = parameter_count(build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs)))
-    return (("hidden", mlp_hidden_for(target, outputs)),)
+    return (("hidden", matched_mlp_hidden(get_robot(robot_name).dof - len(fixed))),)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from hik_sim.models.harmoatt import HarmoAttIK
 from hik_sim.models.mlp import MLPIK
 
 __all__ = ["MODEL_KINDS", "ModelKind", "IKOutput", "LimitHead", "HarmoAttIK", "MLPIK", "build_model", "parameter_count",
-           "mlp_hidden_for"]
+           "mlp_hidden_for", "matched_mlp_hidden"]
 
 ModelKind = Literal["harmoatt", "mlp"]
 MODEL_KINDS: tuple[str, ...] = ("harmoatt", "mlp")
@@ -57,3 +57,9 @@ def mlp_hidden_for(parameters: int, outputs: int, layers: int = 4, in_features: 
     if a == 0:
         return max(1, round(-c / b))
     return max(1, round((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)))
+
+
+def matched_mlp_hidden(outputs: int, layers: int = 4, **harmoatt_options: Any) -> int:
+    """The MLP width whose parameter count matches a HarmoAtt-IK network's with ``outputs`` joints."""
+    reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **harmoatt_options)
+    return mlp_hidden_for(parameter_count(reference), outputs, layers)
