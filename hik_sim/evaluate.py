@@ -119,7 +119,7 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
     from hik_sim.solvers import DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
     chain = Chain(robot)
-    lead = 2 / (2 * math.pi * SceneOptions().natural_frequency)
+    lead = SceneOptions().servo_lag
     if name in ("harmoatt", "mlp") or Path(name).suffix == ".pt":
         if Path(name).suffix == ".pt":
             network, card = load_checkpoint(name, robot=robot, map_location=device)

@@ -79,6 +79,11 @@ class SceneOptions:
         if self.min_armature < 0:
             raise HikError(f"min_armature must be >= 0, got {self.min_armature}")
 
+    @property
+    def servo_lag(self) -> float:
+        """How far a servo trails a target moving at constant speed, in time: 2/ω [s] (critical damping)."""
+        return 2 / (2 * math.pi * self.natural_frequency)
+
 
 def repair_inertia(mass: float, inertia: np.ndarray, min_mass: float = 1e-4, min_moment: float = 1e-8) -> tuple[float, np.ndarray, bool]:
     """A physically valid (mass, inertia) close to the given one.

@@ -138,11 +138,6 @@ class RobotGoalEnv(gym.Env):
     def _show_goal(self) -> None:
         self.scene.set_target(self.data, self.goal_pos, self.goal_quat)
 
-    def _errors(self) -> tuple[float, float]:
-        pos, quat = self.scene.ee_pose(self.data)
-        dot = abs(float(np.dot(quat, self.goal_quat)))
-        return float(np.linalg.norm(pos - self.goal_pos)), 2.0 * math.acos(min(dot, 1.0))
-
     def _observation(self) -> dict[str, np.ndarray]:
         pos, quat = self.scene.ee_pose(self.data)
         return {
@@ -153,8 +148,10 @@ class RobotGoalEnv(gym.Env):
             **self._extra_observations(),
         }
 
-    def _info(self) -> dict[str, Any]:
-        pos_err, rot_err = self._errors()
+    def _info(self, observation: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Errors, success and reward terms of an observation (its end-effector pose against the goal)."""
+        pos_err = float(np.linalg.norm(observation["ee_pos"] - self.goal_pos))
+        rot_err = 2.0 * math.acos(min(abs(float(np.dot(observation["ee_quat"], self.goal_quat))), 1.0))
         success = pos_err < self.position_tolerance and rot_err < self.rotation_tolerance
         return {"pos_err": pos_err, "rot_err": rot_err, "success": success, "is_success": success,
                 "reward_pos": -pos_err, "reward_rot": -self.rotation_weight * rot_err}

@@ -88,18 +88,20 @@ class ReachEnv(RobotGoalEnv):
         self._draw_goal()
         self.steps_in_tolerance = 0
         self._show_goal()
-        info = self._info() | {"reachable": self.reachable, "steps_in_tolerance": 0}
+        observation = self._observation()
+        info = self._info(observation) | {"reachable": self.reachable, "steps_in_tolerance": 0}
         info["is_success"] = False
-        return self._observation(), info
+        return observation, info
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Apply joint targets for one control period."""
         self._apply(action)
-        info = self._info()
+        observation = self._observation()
+        info = self._info(observation)
         self.steps_in_tolerance = self.steps_in_tolerance + 1 if info["success"] else 0
         terminated = self.steps_in_tolerance >= self.hold_steps
         info |= {"is_success": terminated, "reachable": self.reachable, "steps_in_tolerance": self.steps_in_tolerance}
         reward = info["reward_pos"] + info["reward_rot"]
         if self.render_mode == "human":
             self.render()
-        return self._observation(), float(reward), terminated, False, info
+        return observation, float(reward), terminated, False, info

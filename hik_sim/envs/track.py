@@ -121,7 +121,8 @@ class TrackEnv(RobotGoalEnv):
         self._set_goal()
         self._reset_robot(start_q)
         self._show_goal()
-        return self._observation(), self._info() | {"size": trajectory.size, "time": 0.0}
+        observation = self._observation()
+        return observation, self._info(observation) | {"size": trajectory.size, "time": 0.0}
 
     def _set_goal(self) -> None:
         offset, self.goal_vel = self.trajectory.at(self.time)
@@ -132,7 +133,8 @@ class TrackEnv(RobotGoalEnv):
         self._apply(action)
         self.time += self.dt
         self._set_goal()
-        info = self._info() | {"size": self.trajectory.size, "time": self.time}
+        observation = self._observation()
+        info = self._info(observation) | {"size": self.trajectory.size, "time": self.time}
         if self.render_mode == "human":
             self.render()
-        return self._observation(), float(info["reward_pos"] + info["reward_rot"]), False, False, info
+        return observation, float(info["reward_pos"] + info["reward_rot"]), False, False, info

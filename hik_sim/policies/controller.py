@@ -88,7 +88,7 @@ class IKController:
             from hik_sim.scene import build_scene
 
             solver = DmControlIK(build_scene(chain.robot))
-        kwargs.setdefault("lead_time", 2 / (2 * np.pi * SceneOptions().natural_frequency))
+        kwargs.setdefault("lead_time", SceneOptions().servo_lag)
         return cls(solver, **kwargs)
 
     def reset(self) -> None:
