@@ -36,7 +36,7 @@ from hik_sim.checkpoint import Card, read_checkpoint, save_checkpoint
 from hik_sim.data import EvalSet, FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
-from hik_sim.losses import CompositeLoss, LossConfig
+from hik_sim.losses import CompositeLoss, LossConfig, LossTerms
 from hik_sim.metrics import accuracy_metrics
 from hik_sim.models import MODEL_KINDS, parameter_count
 from hik_sim.network import IKNetwork
@@ -70,6 +70,8 @@ class TrainConfig:
         eval_seed: seed of the validation set.
         eval_every: steps between validations (also at the end).
         normalizer_samples: FK samples that measure the workspace bounds.
+        compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``: about
+            1.4× the steps/s of a HarmoAtt-IK network on a 2-core CPU, after ~30 s of compiling.
     """
 
     model: str = "harmoatt"
@@ -90,6 +92,7 @@ class TrainConfig:
     eval_seed: int = 12345
     eval_every: int = 100
     normalizer_samples: int = 100_000
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
@@ -246,14 +249,19 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     def elapsed() -> float:
         return elapsed_before + time.perf_counter() - start
 
+    def batch_loss(pos: torch.Tensor, quat: torch.Tensor) -> LossTerms:
+        out_net = model(pos, quat)
+        reached = chain.fk(out_net.q)
+        return loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+
+    step_loss = torch.compile(batch_loss) if config.compile else batch_loss
+
     while step < config.steps and elapsed() < budget_s:
         batch = next(stream)
         lr = _learning_rate(config, step, max(step / config.steps, elapsed() / budget_s))
         for group in optimizer.param_groups:
             group["lr"] = lr
-        out_net = model(batch.pos, batch.quat)
-        reached = chain.fk(out_net.q)
-        terms = loss_fn(reached.pos, reached.quat, batch.pos, batch.quat, out_net.fusion_weights)
+        terms = step_loss(batch.pos, batch.quat)
         optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
         torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
@@ -333,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
     parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the forward pass (faster after ~30 s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
@@ -343,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
                              seed=args.seed, device=args.device, fixed_joints=fixed,
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
-                             eval_size=args.eval_size, eval_every=args.eval_every)
+                             eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
     except ValueError as exc:  # float("x") in --fix-joint

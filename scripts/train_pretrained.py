@@ -1,7 +1,9 @@
 """Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp}, plus IRB120 with q6 fixed.
 
-Each pair is trained under the same budget (steps, batch, seed); the MLP's width is chosen so that
-its parameter count matches HarmoAtt-IK's for that robot (within 1 %), as the ablation requires.
+Each pair is trained under the same budget (steps, batch, learning rate, seed); the MLP's width is
+chosen so that its parameter count matches HarmoAtt-IK's for that robot (within 1 %), as the
+ablation requires. With ``--minutes`` the HarmoAtt-IK network trains for at most that long and the
+MLP then gets exactly the steps it reached.
 Checkpoints are written without optimiser state to ``hik_sim/policies/pretrained/<robot>/<name>.pt``
 with their cards beside them (``.json``), and an index of all of them to
 ``hik_sim/policies/pretrained/index.json``.
@@ -10,6 +12,7 @@ Usage::
 
     python scripts/train_pretrained.py                       # all, the shipped budget
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
+    python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
 """
 
 from __future__ import annotations
@@ -50,16 +53,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=4000, help="steps per checkpoint (default 4000)")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="cap on each HarmoAtt-IK run [min]; its MLP partner trains the steps it reached")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the training step")
+    parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
+                        help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
     args = parser.parse_args(argv)
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained
     for robot_name, model, stem, fixed in jobs(args.robots):
+        if args.only is not None and stem not in args.only:
+            continue
         options = matched_mlp_options(robot_name, fixed) if model == "mlp" else ()
-        config = TrainConfig(model=model, steps=args.steps, batch=args.batch, seed=args.seed, device=args.device,
-                             fixed_joints=fixed, model_options=options, eval_size=10_000, eval_every=500)
+        steps, minutes = args.steps, args.minutes
+        if model == "mlp" and robot_name in reached:
+            steps, minutes = reached[robot_name], None
+        config = TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=args.lr, seed=args.seed,
+                             device=args.device, fixed_joints=fixed, model_options=options, eval_size=10_000,
+                             eval_every=max(500, steps // 30), compile=args.compile)
         result = train(get_robot(robot_name), config, out=None)
+        if stem == "harmoatt":
+            reached[robot_name] = result.card.steps
         path = save_checkpoint(args.out / robot_name / f"{stem}.pt", result.network.cpu(), result.card)
         m = result.card.metrics
         index[f"{robot_name}/{stem}"] = {"path": str(path.relative_to(args.out)), "steps": result.card.steps,

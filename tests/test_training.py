@@ -50,6 +50,15 @@ def test_same_seed_same_weights_on_cpu() -> None:
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+def test_compiled_training_follows_the_eager_run() -> None:
+    eager = train(robot_by_id("irb120"), tiny_config("mlp", steps=20), progress=False)
+    compiled = train(robot_by_id("irb120"), tiny_config("mlp", steps=20, compile=True), progress=False)
+    assert compiled.card.config["compile"] is True
+    for a, b in zip(eager.history, compiled.history):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-3)
+        assert b["pos_mean_mm"] == pytest.approx(a["pos_mean_mm"], rel=1e-3)
+
+
 def test_checkpoint_round_trip_and_resume(tmp_path) -> None:  # noqa: ANN001
     robot = robot_by_id("irb120")
     path = tmp_path / "net.pt"
