@@ -70,8 +70,11 @@ class TrainConfig:
         eval_seed: seed of the validation set.
         eval_every: steps between validations (also at the end).
         normalizer_samples: FK samples that measure the workspace bounds.
-        compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``: about
-            1.4× the steps/s of a HarmoAtt-IK network on a 2-core CPU, after ~30 s of compiling.
+        compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``. On a
+            2-core CPU it starts at 1.3× the eager steps/s of a HarmoAtt-IK network (after ~30 s
+            of compiling) but slows down as a run goes on: the shipped IRB120 pair, 36,735 steps,
+            averaged 0.85× eager (HarmoAtt-IK 11.8 against 13.9 steps/s, MLP 28.3 against 33–35).
+            Off by default; cause not yet found.
     """
 
     model: str = "harmoatt"
@@ -341,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
     parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the forward pass (faster after ~30 s)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the forward pass (faster at first, slower over long CPU runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
     parser.add_argument("--minutes", type=float, default=None,
                         help="cap on each HarmoAtt-IK run [min]; its MLP partner trains the steps it reached")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the training step")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
                         help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed)")
     parser.add_argument("--device", default="auto")
