@@ -91,17 +91,17 @@ class LossTerms(NamedTuple):
         position: position term [tolerance units].
         rotation: rotation term [tolerance units].
         entropy: mean fusion entropy [nats] (0 for networks without fusion).
-        beta: the Smooth-L1 β used [tolerance units].
+        beta: the Smooth-L1 β used [tolerance units], a 0-d tensor.
     """
 
     total: torch.Tensor
     position: torch.Tensor
     rotation: torch.Tensor
     entropy: torch.Tensor
-    beta: float
+    beta: torch.Tensor
 
 
-def adaptive_smooth_l1(error: torch.Tensor, beta: float) -> torch.Tensor:
+def adaptive_smooth_l1(error: torch.Tensor, beta: float | torch.Tensor) -> torch.Tensor:
     """Smooth-L1 of non-negative errors: ``0.5·e²/β`` below β, ``e − 0.5·β`` above; (B,) → (B,)."""
     return torch.where(error < beta, 0.5 * error * error / beta, error - 0.5 * beta)
 
@@ -135,15 +135,22 @@ class CompositeLoss(nn.Module):
         self.config = config or LossConfig()
         self.register_buffer("running_error", torch.tensor(-1.0, dtype=torch.float64))  # < 0: not yet seen
 
+    def beta_tensor(self) -> torch.Tensor:
+        """The current Smooth-L1 β [tolerance units], a 0-d float64 tensor.
+
+        Kept on the device, with no host sync, so that a compiled training step neither breaks its
+        graph nor recompiles for every new value of β.
+        """
+        c = self.config
+        if not c.adaptive_beta:
+            return torch.ones((), dtype=torch.float64, device=self.running_error.device)
+        return torch.where(self.running_error < 0, c.beta_max,
+                           (c.beta_kappa * self.running_error).clamp(c.beta_min, c.beta_max))
+
     @property
     def beta(self) -> float:
         """The current Smooth-L1 β [tolerance units]."""
-        c = self.config
-        if not c.adaptive_beta:
-            return 1.0
-        if self.running_error.item() < 0:
-            return c.beta_max
-        return min(max(c.beta_kappa * self.running_error.item(), c.beta_min), c.beta_max)
+        return float(self.beta_tensor())
 
     def forward(self, pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor,
                 fusion_weights: torch.Tensor | None = None) -> LossTerms:
@@ -163,11 +170,9 @@ class CompositeLoss(nn.Module):
         error = torch.linalg.vector_norm(pos - target_pos, dim=-1) / c.position_tolerance
         if c.adaptive_beta and self.training:
             median = error.detach().median().double()
-            if self.running_error.item() < 0:
-                self.running_error.copy_(median)
-            else:
-                self.running_error.mul_(c.beta_momentum).add_((1 - c.beta_momentum) * median)
-        beta = self.beta
+            running = self.running_error * c.beta_momentum + (1 - c.beta_momentum) * median
+            self.running_error.copy_(torch.where(self.running_error < 0, median, running))
+        beta = self.beta_tensor()
         position = adaptive_smooth_l1(error, beta).mean()
         if c.sign_invariant:
             rotation = (geodesic_angle(quat, target_quat) / c.rotation_tolerance).mean()

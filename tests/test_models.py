@@ -92,7 +92,7 @@ def test_adaptive_beta_follows_the_error_scale() -> None:
     for scale in (0.05, 0.02, 0.005, 0.001, 0.0002):  # errors shrinking as training converges [m]
         pos = torch.randn(512, 3, generator=torch.Generator().manual_seed(0)) * scale
         for _ in range(10):
-            betas.append(loss(pos, quat, target, quat).beta)
+            betas.append(float(loss(pos, quat, target, quat).beta))
     assert betas[-1] < betas[9] / 20  # β shrank with the errors
     assert config.beta_min <= min(betas) and max(betas) <= config.beta_max
     assert CompositeLoss(LossConfig(adaptive_beta=False)).beta == 1.0

@@ -59,6 +59,11 @@ def test_compiled_training_follows_the_eager_run() -> None:
         assert b["pos_mean_mm"] == pytest.approx(a["pos_mean_mm"], rel=1e-3)
 
 
+def test_training_flushes_denormals_only_while_it_runs() -> None:
+    train(robot_by_id("irb120"), tiny_config("mlp", steps=2), progress=False)
+    assert float(torch.tensor([1e-40]) * 2) > 0  # the process-wide setting is back to IEEE
+
+
 def test_checkpoint_round_trip_and_resume(tmp_path) -> None:  # noqa: ANN001
     robot = robot_by_id("irb120")
     path = tmp_path / "net.pt"
