@@ -72,8 +72,9 @@ class TrainConfig:
         eval_every: steps between validations (also at the end).
         normalizer_samples: FK samples that measure the workspace bounds.
         compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``. On a
-            2-core CPU, after ~30 s of compiling, a HarmoAtt-IK network trains at 19–20 steps/s
-            against 14 eager (measured over 3,000 steps). The shipped IRB120 pair was trained
+            2-core CPU, after ~30 s of compiling, a HarmoAtt-IK network starts at 19–20 steps/s
+            against 14 eager, and slows as the run goes on (a 22,000-step run averaged 16.7 and
+            ended near 14; the cause is not yet known). The shipped IRB120 pair was trained
             compiled before denormals were flushed (see ``_denormals_flushed``) and slowed from 18
             to 10 steps/s over its run.
     """
@@ -186,7 +187,8 @@ def _denormals_flushed(device: torch.device) -> Iterator[None]:
     As a network converges, denormal values (below ~1e-38) turn up in its gradients and optimiser
     state, and CPU arithmetic on them is many times slower: measured here, a compiled HarmoAtt-IK
     run slowed from 20 to 17 steps/s within 3,000 steps (from 18 to 10 over 37,000), and held
-    19–20 steps/s with denormals flushed. The setting is process-wide, so it is restored after.
+    19–20 steps/s over 3,000 steps with denormals flushed (longer runs still slow down, less).
+    The setting is process-wide, so it is restored after.
     """
     flush = device.type == "cpu" and torch.set_flush_denormal(True)
     try:
@@ -363,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
     parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the forward pass (about 1.4x the steps/s on a CPU, after ~30 s)")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the forward pass (faster on a CPU after ~30 s; see TrainConfig.compile)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
