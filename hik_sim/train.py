@@ -75,8 +75,8 @@ class TrainConfig:
             2-core CPU, after ~30 s of compiling, a HarmoAtt-IK network starts at 19–20 steps/s
             against 14 eager, and slows as the run goes on (a 22,000-step run averaged 16.7 and
             ended near 14; the cause is not yet known). The shipped IRB120 pair was trained
-            compiled before denormals were flushed (see ``_denormals_flushed``) and slowed from 18
-            to 10 steps/s over its run.
+            compiled before denormals were flushed (``_denormals_flushed``) and before β stopped
+            causing recompiles, and slowed from 18 to 10 steps/s over its run.
     """
 
     model: str = "harmoatt"
@@ -185,9 +185,8 @@ def _denormals_flushed(device: torch.device) -> Iterator[None]:
     """Flush denormal floats to zero on the CPU for the duration of the block.
 
     As a network converges, denormal values (below ~1e-38) turn up in its gradients and optimiser
-    state, and CPU arithmetic on them is many times slower: measured here, a compiled HarmoAtt-IK
-    run slowed from 20 to 17 steps/s within 3,000 steps (from 18 to 10 over 37,000), and held
-    19–20 steps/s over 3,000 steps with denormals flushed (longer runs still slow down, less).
+    state, and CPU arithmetic on them is many times slower: measured here over 3,000 steps, a
+    compiled HarmoAtt-IK run slowed from 20 to 17 steps/s, and held 19–20 with denormals flushed.
     The setting is process-wide, so it is restored after.
     """
     flush = device.type == "cpu" and torch.set_flush_denormal(True)

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
     parser.add_argument("--minutes", type=float, default=None,
-                        help="cap on each HarmoAtt-IK run [min]; its MLP partner trains the steps it reached")
+                        help="cap on each run [min]; an MLP whose HarmoAtt-IK partner trained in this call "
+                             "trains the steps that partner reached instead")
     parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
                         help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed)")
