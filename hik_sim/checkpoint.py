@@ -18,6 +18,7 @@ import torch
 
 from hik_sim.data import JointSelection, PoseNormalizer
 from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
 from hik_sim.robots import RobotSpec
 
@@ -52,6 +53,9 @@ class Card:
         metrics: validation metrics at the end of training.
         eval_set: definition and SHA-256 of the validation set.
         versions: torch / hik_sim versions.
+        init: the checkpoint this run started from (``checkpoint``: its file name, ``steps`` and
+            ``training_seconds``: everything it had been trained, over its own lineage,
+            ``git_commit``); empty when trained from scratch.
     """
 
     robot: str
@@ -75,6 +79,17 @@ class Card:
     metrics: dict[str, float] = field(default_factory=dict)
     eval_set: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    init: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_steps(self) -> int:
+        """Optimiser steps over the whole lineage: this run's and those of the checkpoint it started from."""
+        return self.steps + int(self.init.get("steps", 0))
+
+    @property
+    def total_training_seconds(self) -> float:
+        """Training wall time over the whole lineage [s]."""
+        return self.training_seconds + float(self.init.get("training_seconds", 0.0))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -142,6 +157,17 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     return payload
 
 
+def _registered_robot(card: Card, path: Path | str) -> RobotSpec:
+    from hik_sim.robots import get_robot, robot_names
+
+    if card.robot not in robot_names():
+        raise HikError(f"{path} holds a network with several hypotheses for robot {card.robot!r}, which is not registered; "
+                       "pass its RobotSpec (robot=...) so that its answers can be chosen by forward kinematics")
+    robot = get_robot(card.robot)
+    card.check_robot(robot)
+    return robot
+
+
 def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None,
                     map_location: str | torch.device = "cpu") -> tuple[IKNetwork, Card]:
     """Rebuild a trained network from a checkpoint.
@@ -162,8 +188,11 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     if robot is not None:
         card.check_robot(robot)
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
+    chain = None
+    if int(card.model_options.get("hypotheses", 1)) > 1:  # it chooses among its answers by FK
+        chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
-                        JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options)
+                        JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)
     try:
         network.load_state_dict(payload["state_dict"])
     except RuntimeError as exc:

@@ -34,21 +34,24 @@ PAPER_IRB120 = {"hybrid": {"pos_mean_mm": 1.406, "rot_mean_deg": 0.900, "success
 
 
 def check_fair(robot_name: str, cards: dict[str, Card]) -> dict[str, object]:
-    """Equal parameter count (±10 %) and equal budget (steps, batch, seed).
+    """Equal parameter count (±10 %), equal budget (steps over the whole lineage, batch, seed) and
+    the same number of hypotheses.
 
     Raises:
         HikError: the two were not trained on equal terms.
     """
     h, m = cards["harmoatt"], cards["mlp"]
     ratio = m.parameters / h.parameters
-    budget = {k: (h.config[k], m.config[k]) for k in ("batch", "seed")} | {"steps": (h.steps, m.steps)}
+    budget = ({k: (h.config[k], m.config[k]) for k in ("batch", "seed")} | {"steps": (h.total_steps, m.total_steps)}
+              | {"hypotheses": (h.model_options.get("hypotheses", 1), m.model_options.get("hypotheses", 1))})
     problems = [f"{k}: {a} vs {b}" for k, (a, b) in budget.items() if a != b]
     if not 0.9 <= ratio <= 1.1:
         problems.append(f"parameters {h.parameters} vs {m.parameters}")
     if problems:
         raise HikError(f"{robot_name}: HarmoAtt-IK and MLP were not trained on equal terms ({'; '.join(problems)})")
-    return {"parameters": {"harmoatt": h.parameters, "mlp": m.parameters}, "steps": h.steps, "batch": h.config["batch"],
-            "seed": h.config["seed"], "training_seconds": {"harmoatt": h.training_seconds, "mlp": m.training_seconds}}
+    return {"parameters": {"harmoatt": h.parameters, "mlp": m.parameters}, "steps": h.total_steps, "batch": h.config["batch"],
+            "seed": h.config["seed"], "hypotheses": h.model_options.get("hypotheses", 1),
+            "training_seconds": {"harmoatt": h.total_training_seconds, "mlp": m.total_training_seconds}}
 
 
 def reductions(harmoatt: dict[str, float], mlp: dict[str, float]) -> dict[str, float]:

@@ -26,6 +26,13 @@ Terms, each of which can be switched to its plain version for ablations:
   a small positive λ pushes each block to commit to the branch that suits the input, while the
   task loss keeps it from collapsing onto one branch for every input. A negative λ (maximising
   entropy, keeping the branches balanced) is accepted for experiments. Plain version: λ = 0.
+
+For a network with several hypotheses (H answers per pose) the loss is *relaxed winner-takes-all*:
+per pose, the loss of the answer the network would choose (least position/tolerance +
+rotation/tolerance, as :class:`~hik_sim.network.IKNetwork` chooses), plus ε × the mean loss of all
+H answers (ε = 0.05 by default), so that every answer keeps learning even where another wins —
+without that term an answer that loses everywhere early never trains again. The winner's errors
+drive the adaptive β and are the reported position and rotation terms.
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ class LossConfig:
         beta_min: smallest β [units].
         beta_max: largest β [units].
         beta_momentum: momentum of the running median.
+        hypothesis_mix: ε, weight of the mean loss over all hypotheses added to the winner's (only
+            for networks with several hypotheses), in [0, 1].
     """
 
     position_tolerance: float = 0.005
@@ -70,6 +79,7 @@ class LossConfig:
     beta_min: float = 0.05
     beta_max: float = 20.0
     beta_momentum: float = 0.98
+    hypothesis_mix: float = 0.05
 
     def __post_init__(self) -> None:
         for name in ("position_tolerance", "rotation_tolerance", "beta_kappa", "beta_min"):
@@ -79,6 +89,8 @@ class LossConfig:
             raise HikError(f"loss beta_min must be below beta_max, got {self.beta_min}, {self.beta_max}")
         if not 0 <= self.beta_momentum < 1:
             raise HikError(f"loss beta_momentum must be in [0, 1), got {self.beta_momentum}")
+        if not 0 <= self.hypothesis_mix <= 1:
+            raise HikError(f"loss hypothesis_mix must be in [0, 1], got {self.hypothesis_mix}")
         if not self.rotation_weight >= 0 or not math.isfinite(self.entropy_weight):
             raise HikError("loss rotation_weight must be >= 0 and entropy_weight finite")
 
@@ -157,8 +169,8 @@ class CompositeLoss(nn.Module):
         """Loss of reached poses against targets.
 
         Args:
-            pos: (B, 3) reached positions [m] (FK of the prediction).
-            quat: (B, 4) reached orientations, wxyz.
+            pos: (B, 3) reached positions [m] (FK of the prediction), or (B, H, 3) for H hypotheses.
+            quat: (B, 4) reached orientations, wxyz, or (B, H, 4).
             target_pos: (B, 3) [m].
             target_quat: (B, 4) wxyz.
             fusion_weights: (B, K, 3) or ``None``.
@@ -167,17 +179,32 @@ class CompositeLoss(nn.Module):
             :class:`LossTerms`.
         """
         c = self.config
+        several = pos.ndim == 3
+        if several:  # compare every hypothesis with its pose's target
+            target_pos, target_quat = target_pos[:, None].expand_as(pos), target_quat[:, None].expand_as(quat)
         error = torch.linalg.vector_norm(pos - target_pos, dim=-1) / c.position_tolerance
+        if c.sign_invariant:
+            rot_error = geodesic_angle(quat, target_quat) / c.rotation_tolerance
+        else:  # chordal distance: ≈ θ/2 for small errors, so θ-like units, but not sign-invariant
+            rot_error = torch.linalg.vector_norm(quat - target_quat, dim=-1) / (c.rotation_tolerance / 2)
+        winner = None
+        if several:
+            with torch.no_grad():
+                winner = (error + rot_error).argmin(dim=1, keepdim=True)  # (B, 1): the answer the network would give
+        chosen = error if winner is None else error.gather(1, winner)
         if c.adaptive_beta and self.training:
-            median = error.detach().median().double()
+            median = chosen.detach().median().double()
             running = self.running_error * c.beta_momentum + (1 - c.beta_momentum) * median
             self.running_error.copy_(torch.where(self.running_error < 0, median, running))
         beta = self.beta_tensor()
-        position = adaptive_smooth_l1(error, beta).mean()
-        if c.sign_invariant:
-            rotation = (geodesic_angle(quat, target_quat) / c.rotation_tolerance).mean()
-        else:  # chordal distance: ≈ θ/2 for small errors, so θ-like units, but not sign-invariant
-            rotation = (torch.linalg.vector_norm(quat - target_quat, dim=-1) / (c.rotation_tolerance / 2)).mean()
+        pos_loss = adaptive_smooth_l1(error, beta)
+        rot_loss = c.rotation_weight * rot_error
+        if winner is None:
+            position, rotation = pos_loss.mean(), rot_error.mean()
+            task = position + c.rotation_weight * rotation
+        else:
+            position, rotation = pos_loss.gather(1, winner).mean(), rot_error.gather(1, winner).mean()
+            task = position + c.rotation_weight * rotation + c.hypothesis_mix * (pos_loss + rot_loss).mean()
         entropy = fusion_entropy(fusion_weights) if fusion_weights is not None else pos.new_zeros(())
-        total = position + c.rotation_weight * rotation + c.entropy_weight * entropy
+        total = task + c.entropy_weight * entropy
         return LossTerms(total, position, rotation, entropy, beta)

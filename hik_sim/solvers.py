@@ -9,7 +9,8 @@
   round after round, for the targets not yet converged, up to N seeds.
 - :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
   tracking) seeds LM; targets it leaves unconverged (a local minimum, often at a joint limit) get
-  random restarts, so its success is never below multistart's with as many restarts.
+  restarts — the network's other answers when it has several hypotheses, then random
+  configurations — so its success is never below multistart's with as many restarts.
 
 Targets are poses of the end-effector in the chain's base frame: positions (B, 3) [m] and
 quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quaternions and wrong
@@ -268,7 +269,10 @@ class MultistartIK:
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
               generator: torch.Generator) -> IKResult:
-    """LM from ``first`` (or a random seed), then from random seeds for the targets still failing."""
+    """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
+    from random seeds, for the targets still failing, ``rounds`` rounds in all."""
+    if first is not None and first.ndim == 2:
+        first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
     best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
     best_cost = torch.full((batch,), math.inf, dtype=torch.float64)
@@ -280,7 +284,8 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
-        seeds = first[idx] if (round_index == 0 and first is not None) else chain.sample(idx.numel(), generator, torch.float64)
+        given = first is not None and round_index < first.shape[1]
+        seeds = first[idx, round_index] if given else chain.sample(idx.numel(), generator, torch.float64)
         q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
         pose = chain.fk(q)
         pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
@@ -300,12 +305,13 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
 
 
 class HybridIK:
-    """Network seed → LM; failures get random restarts.
+    """Network seed → LM; failures get restarts: the network's other answers first (a network with
+    several hypotheses, best first), then random configurations.
 
     Args:
         network: the trained network.
         refiner: the LM refiner (its selection must match the network's fixed joints).
-        restarts: random restarts for targets the seeded LM leaves unsolved.
+        restarts: restarts for targets the seeded LM leaves unsolved.
         seed: seed of the restarts.
     """
 
@@ -321,7 +327,7 @@ class HybridIK:
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         chain = self.refiner.chain
-        seed = self.refiner.chain.clamp(self.network.solve(pos, quat).double().cpu())
+        seed = self.refiner.chain.clamp(self.network.solve_all(pos, quat).double().cpu())  # (B, H, n), best first
         generator = torch.Generator().manual_seed(self.seed)
         if q_init is not None:
             q_init = torch.as_tensor(q_init, dtype=torch.float64)
@@ -357,7 +363,8 @@ class SingleTargetIK:
     The same LM as :class:`LMRefiner` (damping, limits, stopping rule) in numpy on MuJoCo's C
     kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
     tracking: continuity, no jumps between solution branches), the network's answer (when a
-    network is given), then random configurations, until one succeeds.
+    network is given), its other answers (a network with several hypotheses, best first), then
+    random configurations, until one succeeds.
 
     Args:
         chain: the robot's chain.
@@ -365,7 +372,7 @@ class SingleTargetIK:
         tolerance: success criterion.
         max_iterations: LM iterations per seed.
         rotation_weight: weight of the rotation residual [m/rad].
-        restarts: random seeds after the others fail.
+        restarts: seeds after the first ones fail: the network's other answers, then random ones.
         seed: seed of the random restarts.
     """
 
@@ -402,11 +409,21 @@ class SingleTargetIK:
             if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
                 raise HikError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
             seeds.append(lambda: q_init)
-        if self.network is not None:
-            seeds.append(lambda: self.network.solve(pos_t, quat_t)[0].double().numpy())
+        restarts = self.restarts
+        if self.network is not None:  # its answers, best first; the alternatives count as restarts
+            answers: list[np.ndarray] = []
+
+            def answer(k: int) -> np.ndarray:
+                if not answers:
+                    answers.extend(self.network.solve_all(pos_t, quat_t)[0].double().numpy())
+                return answers[k]
+
+            alternatives = min(self.network.hypotheses - 1, restarts)
+            seeds += [lambda k=k: answer(k) for k in range(1 + alternatives)]
+            restarts -= alternatives
         if not seeds:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
-        seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * self.restarts
+        seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
         best, iterations, evals = None, 0, 0
         weight = self.lm.rotation_weight
         for make_seed in seeds:

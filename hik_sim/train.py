@@ -15,6 +15,7 @@ Examples::
     python -m hik_sim.train --robot irb120 --model harmoatt --steps 200
     python -m hik_sim.train --robot irb120 --model mlp --minutes 15 --fix-joint joint_6=0
     python -m hik_sim.train --urdf arm.urdf --base base_link --ee tool0 --model harmoatt --steps 5000
+    python -m hik_sim.train --robot irb120 --model harmoatt --model-option hypotheses=4 --steps 5000
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class TrainConfig:
         eval_seed: seed of the validation set.
         eval_every: steps between validations (also at the end).
         normalizer_samples: FK samples that measure the workspace bounds.
+        init_from: a checkpoint whose weights start this run (not its optimiser: a fresh warm-up and
+            schedule; unlike resuming, the budget and options may differ). It must be for the same
+            robot, model, fixed joints and options, except ``hypotheses``, which may grow: the new
+            answers start as copies of its answers with a little noise. The card records it
+            (:attr:`~hik_sim.checkpoint.Card.init`).
         compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``. On a
             2-core CPU, after ~30 s of compiling, a HarmoAtt-IK network starts at 19–20 steps/s
             against 14 eager, and slows as the run goes on (a 22,000-step run averaged 16.7 and
@@ -98,6 +104,7 @@ class TrainConfig:
     eval_every: int = 100
     normalizer_samples: int = 100_000
     compile: bool = False
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
@@ -197,6 +204,42 @@ def _denormals_flushed(device: torch.device) -> Iterator[None]:
             torch.set_flush_denormal(False)
 
 
+def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, path: Path) -> dict[str, Any]:
+    """Load the weights of checkpoint ``path`` into ``network`` (see ``TrainConfig.init_from``); its lineage for the card.
+
+    Raises:
+        HikError: the checkpoint is unreadable, for another robot, or for another network.
+    """
+    payload = read_checkpoint(path)
+    card = Card.from_json(payload["card"])
+    card.check_robot(robot)
+    options = {k: v for k, v in card.model_options.items() if k != "hypotheses"}
+    wanted = {k: v for k, v in dict(config.model_options).items() if k != "hypotheses"}
+    if card.model != config.model or dict(card.fixed_joints) != dict(config.fixed_joints) or options != wanted:
+        raise HikError(f"{path} holds a {card.model!r} network with fixed joints {dict(card.fixed_joints)} and options "
+                       f"{card.model_options}; this run trains {config.model!r} with {dict(config.fixed_joints)} and "
+                       f"{dict(config.model_options)}: only the number of hypotheses may differ")
+    have, want = int(card.model_options.get("hypotheses", 1)), network.hypotheses
+    if want < have:
+        raise HikError(f"{path} has {have} hypotheses; a network started from it needs at least as many, got {want}")
+    state = dict(payload["state_dict"])
+    if want > have:  # the new answers start as noisy copies of the old ones
+        generator = torch.Generator().manual_seed(config.seed + 7)
+        weight, bias = state["model.head.linear.weight"], state["model.head.linear.bias"]
+        copies = [(k % have) for k in range(want)]
+        free = weight.shape[0] // have
+        rows = torch.cat([torch.arange(c * free, (c + 1) * free) for c in copies])
+        noise = 0.01 * float(weight.std()) * torch.randn(want * free, weight.shape[1], generator=generator)
+        state["model.head.linear.weight"] = weight[rows] + noise * (torch.arange(want * free) >= have * free)[:, None]
+        state["model.head.linear.bias"] = bias[rows]
+    try:
+        network.load_state_dict(state)
+    except RuntimeError as exc:
+        raise HikError(f"{path}: its weights do not fit this run's network ({str(exc)[:300]})") from None
+    return {"checkpoint": path.name, "steps": card.total_steps, "training_seconds": round(card.total_training_seconds, 2),
+            "git_commit": card.git_commit}
+
+
 def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
@@ -237,9 +280,12 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     lower, upper = chain.limits(torch.float32)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        network = IKNetwork(config.model, lower, upper, normalizer, selection, dict(config.model_options))
+        network = IKNetwork(config.model, lower, upper, normalizer, selection, dict(config.model_options), chain)
     network.to(device)
     loss_fn = CompositeLoss(config.loss).to(device)
+    init: dict[str, Any] = {}
+    if config.init_from is not None:
+        init = _initialise_from(network, config, robot, Path(config.init_from))
     optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator(device=device).manual_seed(config.seed + 1000 * rank)
     step, elapsed_before, history = 0, 0.0, []
@@ -252,6 +298,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         if payload["card"]["model"] != config.model:
             raise HikError(f"{resume} is a {payload['card']['model']!r} model, the config asks for {config.model!r}")
         network.load_state_dict(payload["state_dict"])
+        init = dict(payload["card"].get("init", {}))
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
         generator.set_state(state["generator"].cpu() if device.type == "cpu" else state["generator"])
@@ -272,9 +319,14 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         return elapsed_before + time.perf_counter() - start
 
     def batch_loss(pos: torch.Tensor, quat: torch.Tensor) -> LossTerms:
-        out_net = model(pos, quat)
-        reached = chain.fk(out_net.q)
-        return loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+        out_net = model(pos, quat, choose=False)
+        if out_net.candidates is None:
+            reached = chain.fk(out_net.q)
+            return loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+        batch, hypotheses, n = out_net.candidates.shape
+        reached = chain.fk(out_net.candidates.reshape(batch * hypotheses, n))
+        return loss_fn(reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4), pos, quat,
+                       out_net.fusion_weights)
 
     step_loss = torch.compile(batch_loss) if config.compile else batch_loss
 
@@ -311,7 +363,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         device=str(device) + (f" x{world}" if world > 1 else ""), git_commit=_git_commit(),
         metrics={k: v for k, v in metrics.items() if k not in ("step",)} | {"steps_per_second": step / max(seconds, 1e-9)},
         eval_set={"seed": config.eval_seed, "size": config.eval_size, "sha256": eval_set.sha256},
-        versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__},
+        versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__}, init=init,
     )
     path = None
     if out is not None and rank == 0:
@@ -364,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
     parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="start from this checkpoint's weights with a fresh optimiser and schedule "
+                             "(same robot and network; hypotheses may grow)")
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the forward pass (faster on a CPU after ~30 s; see TrainConfig.compile)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -376,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
                              seed=args.seed, device=args.device, fixed_joints=fixed,
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
-                             eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile)
+                             eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile,
+                             init_from=str(args.init_from) if args.init_from is not None else None)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
     except ValueError as exc:  # float("x") in --fix-joint
@@ -388,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     m, card = result.card.metrics, result.card
     print(f"trained {card.model} for {card.robot}: {card.steps} steps in {card.training_seconds:.1f} s "
           f"({m['steps_per_second']:.1f} steps/s) on {card.device}, {card.parameters:,} parameters")
+    if card.init:
+        print(f"started from {card.init['checkpoint']} ({card.init['steps']} steps before): {card.total_steps} steps in all")
     print(f"validation ({card.eval_set['size']} targets): position {m['pos_mean_mm']:.2f} mm mean / {m['pos_median_mm']:.2f} median, "
           f"rotation {m['rot_mean_deg']:.2f}° mean / {m['rot_median_deg']:.2f} median, "
           f"success {100 * m['success_5mm_2deg']:.1f}% (5 mm, 2°), {100 * m['success_10mm_20deg']:.1f}% (10 mm, 20°)")

@@ -13,6 +13,7 @@ Usage::
     python scripts/train_pretrained.py                       # all, the shipped budget
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
+    python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --hypotheses 4 --steps 100000 --minutes 65 --lr 3e-3 --compile
 """
 
 from __future__ import annotations
@@ -42,9 +43,13 @@ def jobs(robots: list[str]) -> list[tuple[str, str, str, tuple[tuple[str, float]
     return out
 
 
-def matched_mlp_options(robot_name: str, fixed: tuple[tuple[str, float], ...]) -> tuple[tuple[str, int], ...]:
-    """MLP width whose parameter count matches HarmoAtt-IK's for this robot."""
-    return (("hidden", matched_mlp_hidden(get_robot(robot_name).dof - len(fixed))),)
+def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
+                  hypotheses: int) -> tuple[tuple[str, int], ...]:
+    """The network's options: its hypotheses, and for the MLP the width that matches HarmoAtt-IK's parameter count."""
+    options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
+    if model == "mlp":
+        options = (("hidden", matched_mlp_hidden(get_robot(robot_name).dof - len(fixed), hypotheses=hypotheses)),) + options
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
                         help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed)")
+    parser.add_argument("--hypotheses", type=int, default=1,
+                        help="answers per pose, chosen by FK (default 1; see hik_sim.models.common.LimitHead)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
     args = parser.parse_args(argv)
@@ -69,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for robot_name, model, stem, fixed in jobs(args.robots):
         if args.only is not None and stem not in args.only:
             continue
-        options = matched_mlp_options(robot_name, fixed) if model == "mlp" else ()
+        options = model_options(model, robot_name, fixed, args.hypotheses)
         steps, minutes = args.steps, args.minutes
         if model == "mlp" and robot_name in reached:
             steps, minutes = reached[robot_name], None

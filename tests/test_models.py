@@ -11,7 +11,7 @@ from hik_sim.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.losses import CompositeLoss, LossConfig, adaptive_smooth_l1, fusion_entropy, geodesic_angle
-from hik_sim.models import MODEL_KINDS, build_model, mlp_hidden_for, parameter_count
+from hik_sim.models import MODEL_KINDS, build_model, matched_mlp_hidden, mlp_hidden_for, parameter_count
 from hik_sim.rotations import quaternion_multiply, rotation_error
 
 TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "head_hidden": 32}}
@@ -22,19 +22,25 @@ def _limits(n: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
     return lower, lower + torch.linspace(0.2, 7.0, n)
 
 
+@pytest.mark.parametrize("hypotheses", [1, 3])
 @pytest.mark.parametrize("kind", MODEL_KINDS)
-def test_outputs_stay_inside_the_limits_for_any_input(kind: str) -> None:
+def test_outputs_stay_inside_the_limits_for_any_input(kind: str, hypotheses: int) -> None:
     lower, upper = _limits()
     torch.manual_seed(0)
-    model = build_model(kind, lower, upper)
+    model = build_model(kind, lower, upper, hypotheses=hypotheses)
     with torch.no_grad():
         for p in model.parameters():  # large weights drive tanh into saturation
             p.mul_(50)
     inputs = torch.cat((torch.randn(256, 7), torch.randn(64, 7) * 1e6, torch.zeros(4, 7), torch.full((4, 7), -1e6)))
-    q = model(inputs).q
-    assert q.shape == (328, 6)
-    assert torch.isfinite(q).all()
-    assert (q >= lower).all() and (q <= upper).all()
+    out = model(inputs)
+    assert out.q.shape == (328, 6)
+    answers = out.q if hypotheses == 1 else out.candidates
+    if hypotheses == 1:
+        assert out.candidates is None
+    else:
+        assert out.candidates.shape == (328, hypotheses, 6) and torch.equal(out.q, out.candidates[:, 0])
+    assert torch.isfinite(answers).all()
+    assert (answers >= lower).all() and (answers <= upper).all()
 
 
 def test_harmoatt_fusion_weights_sum_to_one_and_temperature_is_bounded() -> None:
@@ -59,6 +65,12 @@ def test_parameter_matching_and_bad_options() -> None:
         build_model("mlp", lower, upper, width=3)
     with pytest.raises(HikError, match="tau_min"):
         build_model("harmoatt", lower, upper, tau_min=2.0, tau_max=1.0)
+    with pytest.raises(HikError, match="hypotheses must be at least 1"):
+        build_model("mlp", lower, upper, hypotheses=0)
+    # with several answers the MLP gets them too, and still matches HarmoAtt-IK's size
+    reference = parameter_count(build_model("harmoatt", lower, upper, hypotheses=4))
+    mlp = build_model("mlp", lower, upper, hypotheses=4, hidden=matched_mlp_hidden(6, hypotheses=4))
+    assert abs(parameter_count(mlp) - reference) / reference < 0.01
 
 
 def _random_quaternions(n: int, seed: int) -> torch.Tensor:
@@ -161,3 +173,26 @@ def test_rotation_helpers_compose() -> None:
     a = _random_quaternions(10, 2)
     identity = torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
     assert torch.allclose(quaternion_multiply(a, identity.expand(10, 4)), a)
+
+
+def test_winner_takes_all_loss_trains_the_best_answer_and_a_little_the_rest() -> None:
+    torch.manual_seed(0)
+    target_pos, target_quat = torch.randn(8, 3) * 0.3, _random_quaternions(8, 2).float()
+    off_pos = target_pos[:, None] + torch.tensor([0.02, 0.0, 0.0])  # 20 mm off: 4 tolerance units
+    near_pos = target_pos[:, None] + torch.tensor([1e-4, 0.0, 0.0])  # 0.1 mm off: 0.02 units
+    pos = torch.cat((off_pos, near_pos, off_pos), dim=1).requires_grad_(True)  # answer 1 is best
+    quat = target_quat[:, None].repeat(1, 3, 1)
+    config = LossConfig(adaptive_beta=False, hypothesis_mix=0.1)
+    terms = CompositeLoss(config)(pos, quat, target_pos, target_quat)
+    assert float(terms.position.detach()) == pytest.approx(0.5 * 0.02**2, rel=1e-3)  # Smooth-L1 of 0.02 units, β = 1
+    assert float(terms.rotation.detach()) == pytest.approx(0.0, abs=1e-2)
+    terms.total.backward()
+    grad = pos.grad.norm(dim=-1).mean(0)  # per answer
+    assert grad[0] > 0 and grad[0] == pytest.approx(grad[2])  # the losers learn, through the ε term only
+    assert float(terms.total.detach()) == pytest.approx(float((terms.position + terms.rotation).detach()) + 0.1 * (2 * 3.5 + 0.5 * 0.02**2) / 3, rel=1e-2)
+    # one answer, no mix: the same loss as a plain batch
+    single = CompositeLoss(LossConfig(hypothesis_mix=0.0))(pos[:, 1:2].detach(), quat[:, 1:2], target_pos, target_quat)
+    plain = CompositeLoss(LossConfig())(pos[:, 1].detach(), quat[:, 1], target_pos, target_quat)
+    assert float(single.total) == pytest.approx(float(plain.total))
+    with pytest.raises(HikError, match="hypothesis_mix"):
+        LossConfig(hypothesis_mix=1.5)

@@ -8,9 +8,11 @@ import pytest
 import torch
 from conftest import robot_by_id
 
-from hik_sim.data import JointSelection, make_eval_set
+from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
+from hik_sim.network import IKNetwork
+from hik_sim.solvers import _restarts
 from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, Tolerance, check_targets, rotation_residual
 from hik_sim.train import TrainConfig, train
 
@@ -106,6 +108,39 @@ def test_neural_and_hybrid_solvers(irb120: Chain, tiny_network) -> None:  # noqa
     assert (tracked.q - targets.q).abs().max() < 0.05
     with pytest.raises(HikError, match="holds"):
         HybridIK(tiny_network, LMRefiner(irb120, selection=JointSelection.for_chain(irb120, {"joint_6": 0.0})))
+
+
+def _constant_answers_network(chain: Chain, answers: torch.Tensor) -> IKNetwork:
+    """A network with several hypotheses whose answers (H, n) are the same for every pose."""
+    lower, upper = chain.limits()
+    normalizer = PoseNormalizer.measure(chain, samples=1000)
+    network = IKNetwork("mlp", lower, upper, normalizer, JointSelection.for_chain(chain),
+                        {"hidden": 8, "layers": 1, "hypotheses": answers.shape[0]}, chain)
+    head = network.model.head
+    with torch.no_grad():
+        head.linear.weight.zero_()
+        head.linear.bias.copy_(torch.atanh((answers.float() - head.center) / head.half_range).flatten())
+    return network.eval()
+
+
+def test_a_network_with_several_answers_ranks_them_by_fk_and_seeds_lm_with_each(irb120: Chain) -> None:
+    answers = irb120.sample(3, torch.Generator().manual_seed(3), torch.float64)
+    network = _constant_answers_network(irb120, answers)
+    targets = irb120.fk(irb120.clamp(answers[torch.tensor([1, 2, 0, 1])] + 0.01))
+    ranked = network.solve_all(targets.pos, targets.quat)
+    assert ranked.shape == (4, 3, 6)
+    assert torch.allclose(ranked[:, 0].double(), answers[torch.tensor([1, 2, 0, 1])], atol=1e-5)
+    assert torch.equal(network.solve(targets.pos, targets.quat), ranked[:, 0])
+    # LM from the given seeds in turn before any random one: one iteration from a far seed fails,
+    # the second seed (the exact answer) succeeds at once
+    exact = irb120.sample(20, torch.Generator().manual_seed(4), torch.float64)
+    pose = irb120.fk(exact)
+    far = irb120.clamp(exact + 1.5)
+    seeds = torch.stack((far, exact), dim=1)
+    one_step = LMRefiner(irb120, max_iterations=1)
+    assert not bool(_restarts(one_step, pose.pos, pose.quat, seeds, 1, torch.Generator()).success.any())
+    both = _restarts(one_step, pose.pos, pose.quat, seeds, 2, torch.Generator())
+    assert bool(both.success.all()) and torch.allclose(both.q, exact, atol=1e-6)
 
 
 def test_bad_targets_are_hik_errors_and_quaternions_are_normalised(irb120: Chain) -> None:

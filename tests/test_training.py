@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -13,6 +14,8 @@ from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.losses import LossConfig
+from hik_sim.network import IKNetwork
+from hik_sim.rotations import rotation_error
 from hik_sim.train import TrainConfig, evaluate_network, train
 from hik_sim.train import main as train_main
 
@@ -161,3 +164,57 @@ def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: A
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("trained mlp for irb120: 4 steps") == 1  # rank 0 alone reports and saves
     assert load_checkpoint(out)[1].device == "cpu x2"
+
+
+def test_a_network_with_several_hypotheses_trains_chooses_by_fk_and_round_trips(tmp_path) -> None:  # noqa: ANN001
+    robot = robot_by_id("irb120")
+    path = tmp_path / "multi.pt"
+    options = TINY["mlp"] + (("hypotheses", 3),)
+    result = train(robot, tiny_config("mlp", steps=60, model_options=options), out=path, progress=False)
+    assert result.history[-1]["pos_mean_mm"] < result.history[0]["pos_mean_mm"]
+    chain = Chain(robot)
+    targets = make_eval_set(chain, 5, 200).batch
+    out = result.network(targets.pos.float(), targets.quat.float())
+    assert out.candidates.shape == (200, 3, 6)
+    # the answer is the candidate whose FK reaches the target best, in position/5 mm + rotation/2°
+    reached = chain.fk(out.candidates.detach().double().reshape(600, 6))
+    pos_err = (reached.pos.view(200, 3, 3) - targets.pos[:, None]).norm(dim=-1)
+    rot_err = rotation_error(reached.quat.view(200, 3, 4), targets.quat[:, None].expand(200, 3, 4))
+    best = (pos_err / 0.005 + rot_err / math.radians(2)).argmin(1)
+    assert (out.q == out.candidates[torch.arange(200), best]).float().mean() > 0.97  # float32 FK may break near-ties
+    assert len(set(best.tolist())) > 1  # more than one answer is in use
+    # round trip, with the robot given or found in the registry by name
+    for network, _ in (load_checkpoint(path, robot=robot), load_checkpoint(path)):
+        assert torch.equal(network.solve(targets.pos, targets.quat), result.network.solve(targets.pos, targets.quat))
+    with pytest.raises(HikError, match="needs the robot's chain"):
+        IKNetwork("mlp", *chain.limits(), result.network.normalizer, result.network.selection, dict(options))
+
+
+def test_a_run_can_start_from_another_checkpoint_and_grow_its_hypotheses(tmp_path) -> None:  # noqa: ANN001
+    robot = robot_by_id("irb120")
+    source = tmp_path / "source.pt"
+    first = train(robot, tiny_config("harmoatt", steps=20), out=source, progress=False)
+    grown = TINY["harmoatt"] + (("hypotheses", 3),)
+    result = train(robot, tiny_config("harmoatt", steps=1, lr=1e-9, model_options=grown, init_from=str(source)),
+                   progress=False)
+    assert result.card.init["checkpoint"] == "source.pt" and result.card.init["steps"] == 20
+    assert result.card.total_steps == 21
+    chain = Chain(robot)
+    targets = make_eval_set(chain, 5, 100).batch
+    before = first.network.solve(targets.pos, targets.quat)
+    candidates = result.network(targets.pos.float(), targets.quat.float()).candidates.detach()
+    assert torch.allclose(candidates[:, 0], before, atol=1e-5)  # the first answer is the source's
+    spread = (candidates[:, 1:] - before[:, None]).abs().max()
+    assert 0 < spread < 0.05  # the new ones are near copies of it
+    # it continues a lineage: a second start counts both runs
+    train(robot, tiny_config("harmoatt", steps=1, model_options=grown, init_from=str(source)), out=tmp_path / "grown.pt",
+          progress=False)
+    again = train(robot, tiny_config("harmoatt", steps=2, model_options=grown, init_from=str(tmp_path / "grown.pt")),
+                  progress=False)
+    assert again.card.total_steps == 2 + 1 + 20
+    with pytest.raises(HikError, match="only the number of hypotheses may differ"):
+        train(robot, tiny_config("mlp", steps=1, init_from=str(source)), progress=False)
+    with pytest.raises(HikError, match="at least as many"):
+        train(robot, tiny_config("harmoatt", steps=1, init_from=str(tmp_path / "grown.pt")), progress=False)
+    with pytest.raises(HikError, match="does not fit robot"):
+        train(robot_by_id("panda"), tiny_config("harmoatt", steps=1, init_from=str(source)), progress=False)

@@ -60,6 +60,9 @@ def mlp_hidden_for(parameters: int, outputs: int, layers: int = 4, in_features: 
 
 
 def matched_mlp_hidden(outputs: int, layers: int = 4, **harmoatt_options: Any) -> int:
-    """The MLP width whose parameter count matches a HarmoAtt-IK network's with ``outputs`` joints."""
+    """The MLP width whose parameter count matches a HarmoAtt-IK network's with ``outputs`` joints.
+
+    A ``hypotheses`` option counts for both: the MLP is meant to get the same number of answers.
+    """
     reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **harmoatt_options)
-    return mlp_hidden_for(parameter_count(reference), outputs, layers)
+    return mlp_hidden_for(parameter_count(reference), outputs * int(harmoatt_options.get("hypotheses", 1)), layers)

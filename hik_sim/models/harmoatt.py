@@ -31,6 +31,9 @@ choice and its reason:
    onto the joint limits (limits hold by construction).
 5. The fusion weights (B, K, 3) and temperatures (B, K) are returned, for the entropy regulariser
    of the composite loss and for inspection.
+6. Beyond the paper, optional: ``hypotheses`` H > 1 answers per pose from the same trunk, trained
+   winner-takes-all and chosen by forward kinematics (see
+   :class:`~hik_sim.models.common.LimitHead`); the baseline MLP takes the same option.
 
 Initialisation follows the baseline (Xavier, zero biases).
 """
@@ -115,10 +118,12 @@ class HarmoAttIK(nn.Module):
         head_hidden: width of the MLP head's two hidden layers.
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
+        hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
     """
 
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, channels: int = 16, positions: int = 16, blocks: int = 3,
-                 embed_hidden: int = 128, head_hidden: int = 640, tau_min: float = 0.25, tau_max: float = 4.0) -> None:
+                 embed_hidden: int = 128, head_hidden: int = 640, tau_min: float = 0.25, tau_max: float = 4.0,
+                 hypotheses: int = 1) -> None:
         super().__init__()
         if channels < 2 or positions < 2 or blocks < 1:
             raise HikError(f"HarmoAtt-IK needs channels >= 2, positions >= 2, blocks >= 1; got {channels}, {positions}, {blocks}")
@@ -132,12 +137,13 @@ class HarmoAttIK(nn.Module):
                                     for _ in range(blocks))
         self.trunk_head = nn.Sequential(nn.Linear(channels * positions, head_hidden), nn.GELU(),
                                         nn.Linear(head_hidden, head_hidden), nn.GELU())
-        self.head = LimitHead(head_hidden, lower, upper)
+        self.head = LimitHead(head_hidden, lower, upper, hypotheses)
         xavier_init(self)
         nn.init.normal_(self.position_code, std=0.02)
 
     def forward(self, x: torch.Tensor) -> IKOutput:
-        """(B, 7) normalised pose → :class:`IKOutput` with q (B, m), fusion weights (B, K, 3), temperatures (B, K)."""
+        """(B, 7) normalised pose → :class:`IKOutput` with q (B, m), fusion weights (B, K, 3), temperatures (B, K)
+        (and candidates (B, H, m) when H > 1)."""
         batch = x.shape[0]
         pos_map = self.pos_embed(x[:, :3]).view(batch, self.pos_positions, self.channels)
         ori_map = self.ori_embed(x[:, 3:]).view(batch, -1, self.channels)
@@ -147,5 +153,5 @@ class HarmoAttIK(nn.Module):
             features, w, tau = block(features)
             weights.append(w)
             temperatures.append(tau)
-        q = self.head(self.trunk_head(features.flatten(1)))
-        return IKOutput(q, torch.stack(weights, dim=1), torch.stack(temperatures, dim=1))
+        return self.head.output(self.trunk_head(features.flatten(1)), fusion_weights=torch.stack(weights, dim=1),
+                                temperature=torch.stack(temperatures, dim=1))

@@ -23,9 +23,11 @@ class MLPIK(nn.Module):
         hidden: width of each hidden layer.
         layers: number of hidden layers.
         in_features: input width (7: normalised position and quaternion).
+        hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
     """
 
-    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int = 512, layers: int = 4, in_features: int = 7) -> None:
+    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int = 512, layers: int = 4, in_features: int = 7,
+                 hypotheses: int = 1) -> None:
         super().__init__()
         blocks: list[nn.Module] = []
         width = in_features
@@ -33,9 +35,9 @@ class MLPIK(nn.Module):
             blocks += [nn.Linear(width, hidden), nn.GELU()]
             width = hidden
         self.trunk = nn.Sequential(*blocks)
-        self.head = LimitHead(width, lower, upper)
+        self.head = LimitHead(width, lower, upper, hypotheses)
         xavier_init(self)
 
     def forward(self, x: torch.Tensor) -> IKOutput:
-        """(B, 7) normalised pose → :class:`IKOutput` with ``q`` (B, m)."""
-        return IKOutput(self.head(self.trunk(x)))
+        """(B, 7) normalised pose → :class:`IKOutput` with ``q`` (B, m) (and ``candidates`` (B, H, m) when H > 1)."""
+        return self.head.output(self.trunk(x))
