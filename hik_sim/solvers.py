@@ -413,13 +413,13 @@ class SingleTargetIK:
         if self.network is not None:  # its answers, best first; the alternatives count as restarts
             answers: list[np.ndarray] = []
 
-            def answer(k: int) -> np.ndarray:
+            def network_answer(k: int) -> np.ndarray:
                 if not answers:
                     answers.extend(self.network.solve_all(pos_t, quat_t)[0].double().numpy())
                 return answers[k]
 
             alternatives = min(self.network.hypotheses - 1, restarts)
-            seeds += [lambda k=k: answer(k) for k in range(1 + alternatives)]
+            seeds += [lambda k=k: network_answer(k) for k in range(1 + alternatives)]
             restarts -= alternatives
         if not seeds:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
