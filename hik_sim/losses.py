@@ -159,6 +159,17 @@ class CompositeLoss(nn.Module):
         return torch.where(self.running_error < 0, c.beta_max,
                            (c.beta_kappa * self.running_error).clamp(c.beta_min, c.beta_max))
 
+    @torch.compiler.disable
+    def _observe(self, median: torch.Tensor) -> None:
+        """Fold a batch's median error [units] into the running median.
+
+        Kept out of ``torch.compile``: in a compiled training step (torch 2.13) this in-place update
+        of the buffer was silently dropped, so β stayed at β_max for the whole run.
+        """
+        c = self.config
+        running = self.running_error * c.beta_momentum + (1 - c.beta_momentum) * median
+        self.running_error.copy_(torch.where(self.running_error < 0, median, running))
+
     @property
     def beta(self) -> float:
         """The current Smooth-L1 β [tolerance units]."""
@@ -193,9 +204,7 @@ class CompositeLoss(nn.Module):
                 winner = (error + rot_error).argmin(dim=1, keepdim=True)  # (B, 1): the answer the network would give
         chosen = error if winner is None else error.gather(1, winner)
         if c.adaptive_beta and self.training:
-            median = chosen.detach().median().double()
-            running = self.running_error * c.beta_momentum + (1 - c.beta_momentum) * median
-            self.running_error.copy_(torch.where(self.running_error < 0, median, running))
+            self._observe(chosen.detach().median().double())
         beta = self.beta_tensor()
         pos_loss = adaptive_smooth_l1(error, beta)
         rot_loss = c.rotation_weight * rot_error

@@ -412,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sign-invariant", action="store_true", help="plain quaternion loss (ablation)")
     parser.add_argument("--entropy-weight", type=float, default=defaults.loss.entropy_weight,
                         help=f"fusion-entropy weight λ, 0 = off (default {defaults.loss.entropy_weight})")
+    parser.add_argument("--hypothesis-mix", type=float, default=defaults.loss.hypothesis_mix,
+                        help="with several hypotheses: weight ε of all answers' mean loss beside the winner's "
+                             f"(default {defaults.loss.hypothesis_mix}; 0 = pure winner-takes-all)")
     parser.add_argument("--eval-size", type=int, default=defaults.eval_size, help="validation targets (default 2000)")
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
@@ -427,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         robot = robot_from_args(args)
         fixed = tuple((name, float(value)) for name, value in args.fix_joint)
         loss = LossConfig(adaptive_beta=not args.no_adaptive_beta, sign_invariant=not args.no_sign_invariant,
-                          entropy_weight=args.entropy_weight)
+                          entropy_weight=args.entropy_weight, hypothesis_mix=args.hypothesis_mix)
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
                              seed=args.seed, device=args.device, fixed_joints=fixed,
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,

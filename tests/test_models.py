@@ -112,6 +112,23 @@ def test_adaptive_beta_follows_the_error_scale() -> None:
     assert torch.allclose(adaptive_smooth_l1(errors, 1.0), torch.tensor([0.0, 0.125, 0.5, 3.5]))
 
 
+@pytest.mark.parametrize("hypotheses", [None, 3])
+def test_adaptive_beta_follows_the_errors_inside_a_compiled_step_too(hypotheses: int | None) -> None:
+    shape = (256, 3) if hypotheses is None else (256, hypotheses, 3)
+    target, quat = torch.zeros(256, 3), torch.tensor([[1.0, 0, 0, 0]]).expand(256, 4)
+    reached_quat = quat if hypotheses is None else quat[:, None].expand(256, hypotheses, 4)
+    eager, compiled = CompositeLoss().train(), CompositeLoss().train()
+    step = torch.compile(lambda pos: compiled(pos, reached_quat, target, quat))
+    for scale in (0.02, 0.01, 0.005):  # [m]: 1–4 tolerance units, far below β_max
+        pos = (torch.randn(shape, generator=torch.Generator().manual_seed(1)) * scale).requires_grad_(True)
+        expected = eager(pos, reached_quat, target, quat)
+        got = step(pos)
+        got.total.backward()
+        assert float(got.beta) == pytest.approx(float(expected.beta), rel=1e-5)
+    assert float(compiled.running_error) == pytest.approx(float(eager.running_error), rel=1e-5)
+    assert float(compiled.beta) < 10  # it moved off β_max = 20
+
+
 def test_entropy_regulariser_moves_the_fusion_weights_as_designed() -> None:
     lower, upper = _limits()
     x = torch.randn(256, 7, generator=torch.Generator().manual_seed(0))
