@@ -109,6 +109,8 @@ def markdown(models: list[dict[str, object]], losses: list[dict[str, object]]) -
             for model in ("harmoatt", "mlp"):
                 m = row["metrics"][model]
                 name = "HarmoAtt-IK" if model == "harmoatt" else "MLP baseline"
+                if row.get("hypotheses", 1) > 1:
+                    name += f" ({row['hypotheses']} answers)"
                 lines.append(f"| {row['robot']} | {row['dof']} | {name} | {row['parameters'][model]:,} "
                              f"| {m['pos_mean_mm']:.2f} / {m['pos_median_mm']:.2f} / {m['pos_p95_mm']:.2f} "
                              f"| {m['rot_mean_deg']:.2f} / {m['rot_median_deg']:.2f} / {m['rot_p95_deg']:.2f} "

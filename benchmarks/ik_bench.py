@@ -3,14 +3,16 @@
 Part 1 — the paper's table, per robot, on ``--targets`` reachable targets from a fixed seed (FK of
 random in-limit configurations; for the q6-fixed row, with joint 6 at 0): the shipped HarmoAtt-IK
 network in the full joint space, the network with q6 fixed (IRB120), the hybrid (network seed →
-batched LM, up to 9 random restarts), and Conventional-Multistart-10 (the same LM from random
-seeds). Columns: mean position [mm] and rotation [°] error, success at (5 mm, 2°), (1 mm, 1°) and
+batched LM, up to 9 restarts: the network's other answers, then random), and
+Conventional-Multistart-10 (the same LM from random seeds). The hybrid's seed network is
+:func:`hik_sim.policies.hybrid_seed_name`'s (on the IRB120 the 4-answer HarmoAtt-IK network; that
+network alone and the hybrid seeded by the 1-answer network are rows too). Columns: mean position [mm] and rotation [°] error, success at (5 mm, 2°), (1 mm, 1°) and
 (0.1 mm, 0.1°), mean function evaluations (FK + Jacobian) and iterations per target, batched wall
 time per target, and exact (0.1 mm & 0.1°) solutions per second; then the hybrid's reductions
 against multistart-10, beside the paper's published IRB120 figures.
 
 Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
-targets): hik_sim's single-target path (network seed → LM → restarts; and warm-started from a
+targets): hik_sim's single-target path (the hybrid's seed network → LM → restarts; and warm-started from a
 configuration 0.05 rad away, as in tracking), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
 multistart (up to 10 starts): median and p95 latency, success at (5 mm, 2°) and (1 mm, 1°), and
@@ -47,7 +49,7 @@ from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.experiments import PAPER_IRB120, TARGET_SEED, hybrid_table
 from hik_sim.kinematics import Chain, reference_chain
-from hik_sim.policies import load_pretrained
+from hik_sim.policies import hybrid_seed_name, load_pretrained
 from hik_sim.robots import RobotSpec, get_robot, robot_names
 from hik_sim.rotations import position_error, rotation_error
 from hik_sim.solvers import REPORT_TOLERANCES, DmControlIK, SingleTargetIK
@@ -88,7 +90,7 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     chain = Chain(robot)
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     home = np.asarray(robot.home, dtype=float)
-    network = load_pretrained(robot.name, "harmoatt")
+    network = load_pretrained(robot.name, hybrid_seed_name(robot.name))
     single = SingleTargetIK(chain, network)
     noise = np.random.default_rng(0).uniform(-0.05, 0.05, size=tuple(batch.q.shape))
     rows: list[dict[str, object]] = [

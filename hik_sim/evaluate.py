@@ -114,7 +114,7 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
     """
     from hik_sim.checkpoint import load_checkpoint
     from hik_sim.kinematics import Chain
-    from hik_sim.policies import IKController, load_pretrained
+    from hik_sim.policies import IKController, hybrid_seed_name, load_pretrained
     from hik_sim.scene import SceneOptions
     from hik_sim.solvers import DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
@@ -130,7 +130,7 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
         solver = NeuralIK(network, chain)
         return PolicySpec(label, solver, IKController(solver, lead_time=lead), card.to_json())
     if name == "hybrid":
-        network = load_pretrained(robot.name, "harmoatt", map_location=device)
+        network = load_pretrained(robot.name, hybrid_seed_name(robot.name), map_location=device)
         return PolicySpec(name, HybridIK(network, LMRefiner(chain)), IKController(SingleTargetIK(chain, network), lead_time=lead),
                           network.card.to_json())
     if name == "multistart":

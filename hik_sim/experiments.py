@@ -19,7 +19,7 @@ from hik_sim.data import JointSelection, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
-from hik_sim.policies import load_pretrained
+from hik_sim.policies import hybrid_seed_name, load_pretrained
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers import REPORT_TOLERANCES, HybridIK, IKResult, LMRefiner, MultistartIK, NeuralIK
 from hik_sim.train import evaluate_network
@@ -108,14 +108,25 @@ def summarize(name: str, result: IKResult, count: int) -> dict[str, float | str]
 
 
 def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dict[str, object]:
-    """The hybrid-IK paper's comparison on one robot (shipped networks; q6 fixed at 0 for the IRB120)."""
+    """The hybrid-IK paper's comparison on one robot (shipped networks; q6 fixed at 0 for the IRB120).
+
+    The hybrid is seeded by :func:`~hik_sim.policies.hybrid_seed_name`'s network; where that is
+    not ``harmoatt``, that network alone and the hybrid seeded by ``harmoatt`` are rows too.
+    """
     chain = Chain(robot)
     batch = make_eval_set(chain, seed, targets).batch
     network = load_pretrained(robot.name, "harmoatt")
+    seed_network = load_pretrained(robot.name, hybrid_seed_name(robot.name))
     refiner = LMRefiner(chain)
     solvers: list[tuple[str, Callable[[], IKResult]]] = [
-        ("network (full joint space)", lambda: NeuralIK(network, chain).solve(batch.pos, batch.quat)),
-        ("hybrid: network + LM", lambda: HybridIK(network, refiner, restarts=9).solve(batch.pos, batch.quat)),
+        ("network (full joint space)", lambda: NeuralIK(network, chain).solve(batch.pos, batch.quat))]
+    if seed_network is not network and seed_network.hypotheses > 1:  # the hybrid's own seed network, and the hybrid without it
+        solvers += [
+            (f"network, {seed_network.hypotheses} answers (full joint space)",
+             lambda: NeuralIK(seed_network, chain).solve(batch.pos, batch.quat)),
+            ("hybrid: 1-answer network + LM", lambda: HybridIK(network, refiner, restarts=9).solve(batch.pos, batch.quat))]
+    solvers += [
+        ("hybrid: network + LM", lambda: HybridIK(seed_network, refiner, restarts=9).solve(batch.pos, batch.quat)),
         ("multistart-10 LM", lambda: MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)),
     ]
     if robot.name == "irb120":

@@ -1,4 +1,5 @@
-"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp}, plus IRB120 with q6 fixed.
+"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp}, plus for the IRB120 a
+HarmoAtt-IK with q6 fixed and the hybrid's seed network (HarmoAtt-IK with 4 answers).
 
 Each pair is trained under the same budget (steps, batch, learning rate, seed); the MLP's width is
 chosen so that its parameter count matches HarmoAtt-IK's for that robot (within 1 %), as the
@@ -13,7 +14,7 @@ Usage::
     python scripts/train_pretrained.py                       # all, the shipped budget
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
-    python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --hypotheses 4 --steps 100000 --minutes 65 --lr 3e-3 --compile
+    python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, train
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
+SEED_NETWORKS = {"irb120": 4}  # robot → answers of its hybrid seed network, harmoatt_<H>answers
 
 
-def jobs(robots: list[str]) -> list[tuple[str, str, str, tuple[tuple[str, float], ...]]]:
-    """(robot, model, file stem, fixed joints) for every checkpoint to train."""
+def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
+    """(robot, model, file stem, fixed joints, hypotheses) for every checkpoint to train."""
     out = []
     for robot in robots:
-        out += [(robot, "harmoatt", "harmoatt", ()), (robot, "mlp", "mlp", ())]
+        out += [(robot, "harmoatt", "harmoatt", (), hypotheses), (robot, "mlp", "mlp", (), hypotheses)]
         if robot in FIXED_Q6:
-            out.append((robot, "harmoatt", "harmoatt_q6fixed", FIXED_Q6[robot]))
+            out.append((robot, "harmoatt", "harmoatt_q6fixed", FIXED_Q6[robot], 1))
+        if robot in SEED_NETWORKS:
+            out.append((robot, "harmoatt", f"harmoatt_{SEED_NETWORKS[robot]}answers", (), SEED_NETWORKS[robot]))
     return out
 
 
@@ -64,19 +68,20 @@ def main(argv: list[str] | None = None) -> int:
                              "trains the steps that partner reached instead")
     parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
-                        help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed)")
+                        help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed, harmoatt_4answers)")
     parser.add_argument("--hypotheses", type=int, default=1,
-                        help="answers per pose, chosen by FK (default 1; see hik_sim.models.common.LimitHead)")
+                        help="answers per pose of the harmoatt/mlp pair, chosen by FK (default 1; see "
+                             "hik_sim.models.common.LimitHead)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
     args = parser.parse_args(argv)
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained
-    for robot_name, model, stem, fixed in jobs(args.robots):
+    for robot_name, model, stem, fixed, hypotheses in jobs(args.robots, args.hypotheses):
         if args.only is not None and stem not in args.only:
             continue
-        options = model_options(model, robot_name, fixed, args.hypotheses)
+        options = model_options(model, robot_name, fixed, hypotheses)
         steps, minutes = args.steps, args.minutes
         if model == "mlp" and robot_name in reached:
             steps, minutes = reached[robot_name], None

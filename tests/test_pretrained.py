@@ -43,6 +43,23 @@ def test_irb120_ships_a_fixed_q6_network_and_unknown_names_fail() -> None:
         load_pretrained("nope", "mlp")
 
 
+def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card() -> None:
+    from hik_sim.policies import hybrid_seed_name
+
+    assert hybrid_seed_name("irb120") == "harmoatt_4answers" and hybrid_seed_name("panda") == "harmoatt"
+    network = load_pretrained("irb120", "harmoatt_4answers")
+    assert network.hypotheses == 4 and network.card.model_options["hypotheses"] == 4
+    chain = Chain(robot_by_id("irb120"))
+    full = network.card.eval_set
+    targets = make_eval_set(chain, full["seed"], full["size"])
+    answers = network.solve_all(targets.batch.pos[:500], targets.batch.quat[:500])
+    lower, upper = chain.limits()
+    assert answers.shape == (500, 4, 6) and (answers >= lower).all() and (answers <= upper).all()
+    metrics = evaluate_network(network, chain, targets)
+    assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-6)
+    assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-6)
+
+
 def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     import gymnasium as gym
     import numpy as np

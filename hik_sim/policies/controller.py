@@ -69,7 +69,7 @@ class IKController:
         Raises:
             HikError: unknown kind or robot.
         """
-        from hik_sim.policies import load_pretrained
+        from hik_sim.policies import hybrid_seed_name, load_pretrained
         from hik_sim.robots import get_robot
         from hik_sim.scene import SceneOptions
 
@@ -77,7 +77,7 @@ class IKController:
             raise HikError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
         chain = Chain(get_robot(robot))
         if kind == "hybrid":
-            solver: Any = SingleTargetIK(chain, load_pretrained(robot, "harmoatt"))
+            solver: Any = SingleTargetIK(chain, load_pretrained(robot, hybrid_seed_name(robot)))
         elif kind in ("harmoatt", "mlp"):
             solver = NeuralIK(load_pretrained(robot, kind), chain)
         elif kind == "multistart":
