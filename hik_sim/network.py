@@ -98,16 +98,9 @@ class IKNetwork(nn.Module):
                                        quat[:, None].to(reached.quat).expand(batch, hypotheses, 4))
             return (pos_error / CHOICE_TOLERANCE[0] + rot_error / CHOICE_TOLERANCE[1]).argsort(dim=1)
 
-    @torch.inference_mode()
     def solve(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
-        """Joint values (B, n) for target poses, without gradients, in the network's dtype and device."""
-        param = next(self.parameters())
-        was_training = self.training
-        self.eval()
-        try:
-            return self(pos.to(param), quat.to(param)).q
-        finally:
-            self.train(was_training)
+        """Joint values (B, n) for target poses (the chosen answer), without gradients, in the network's dtype and device."""
+        return self.solve_all(pos, quat)[:, 0]
 
     @torch.inference_mode()
     def solve_all(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
