@@ -110,3 +110,24 @@ def test_ablation_quick_run_trains_fair_pairs_and_writes_tables(tmp_path: Path) 
     assert row["reductions"]["pos_mean_reduction_pct"] == pytest.approx(expected)
     assert [r["variant"] for r in record["loss_ablation"]] == list(ablation.LOSS_VARIANTS)
     assert "HarmoAtt-IK" in (tmp_path / "ablation.md").read_text()
+
+
+def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None:
+    from hik_sim.data import make_eval_set
+    from hik_sim.experiments import TEST_SEED
+    from hik_sim.kinematics import Chain
+    from hik_sim.policies import load_pretrained
+    from hik_sim.robots import get_robot
+    from hik_sim.train import evaluate_network
+
+    tail = _load_script("network_tail")
+    assert tail.main(["--networks", "harmoatt", "harmoatt_4answers", "--targets", "400", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "tail_irb120.json").read_text())["rows"]
+    chain = Chain(get_robot("irb120"))
+    targets = make_eval_set(chain, TEST_SEED, 400)
+    for row in rows:  # the same errors as the evaluation every other table uses
+        metrics = evaluate_network(load_pretrained("irb120", row["network"]), chain, targets)
+        assert row["pos_mean_mm"] == pytest.approx(metrics["pos_mean_mm"], rel=1e-9)
+        assert row["rot_mean_deg"] == pytest.approx(metrics["rot_mean_deg"], rel=1e-9)
+        assert 0.1 <= row["worst10_share_of_pos_mean"] <= 1  # the worst tenth makes at least a tenth
+    assert "chosen_counts" not in rows[0] and sum(rows[1]["chosen_counts"]) == 400
