@@ -15,6 +15,11 @@ Usage::
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
+    python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --ship runs/train/irb120/harmoatt.pt
+
+``--ship`` takes a checkpoint trained by ``python -m hik_sim.train`` (e.g. a run continued with
+``--init-from`` the shipped file) and ships it in place of one checkpoint: weights and card, without
+optimiser state, and its index entry (steps and training time over the whole lineage).
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import sys
 from pathlib import Path
 
 
-from hik_sim.checkpoint import save_checkpoint
+from hik_sim.checkpoint import Card, load_checkpoint, save_checkpoint
 from hik_sim.models import matched_mlp_hidden
+from hik_sim.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, train
@@ -74,9 +80,17 @@ def main(argv: list[str] | None = None) -> int:
                              "hik_sim.models.common.LimitHead)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
+    parser.add_argument("--ship", type=Path, default=None, metavar="CHECKPOINT",
+                        help="ship this trained checkpoint as the one robot and --only stem given, instead of training")
     args = parser.parse_args(argv)
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    if args.ship is not None:
+        if len(args.robots) != 1 or args.only is None or len(args.only) != 1:
+            parser.error("--ship needs exactly one robot (--robots NAME) and one checkpoint (--only STEM)")
+        network, card = load_checkpoint(args.ship, get_robot(args.robots[0]))
+        _ship(network, card, args.robots[0], args.only[0], args.out, index, index_path)
+        return 0
     reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained
     for robot_name, model, stem, fixed, hypotheses in jobs(args.robots, args.hypotheses):
         if args.only is not None and stem not in args.only:
@@ -91,14 +105,20 @@ def main(argv: list[str] | None = None) -> int:
         result = train(get_robot(robot_name), config, out=None)
         if stem == "harmoatt":
             reached[robot_name] = result.card.steps
-        path = save_checkpoint(args.out / robot_name / f"{stem}.pt", result.network.cpu(), result.card)
-        m = result.card.metrics
-        index[f"{robot_name}/{stem}"] = {"path": str(path.relative_to(args.out)), "steps": result.card.steps,
-                                         "training_seconds": result.card.training_seconds, "metrics": m}
-        index_path.write_text(json.dumps(index, indent=2) + "\n")
-        print(f"{robot_name:7s} {stem:17s} {m['pos_mean_mm']:8.2f} mm {m['rot_mean_deg']:7.2f} deg "
-              f"{100 * m['success_5mm_2deg']:5.1f}% {result.card.training_seconds:7.1f} s", file=sys.stderr, flush=True)
+        _ship(result.network.cpu(), result.card, robot_name, stem, args.out, index, index_path)
     return 0
+
+
+def _ship(network: IKNetwork, card: Card, robot_name: str, stem: str, out: Path, index: dict, index_path: Path) -> None:
+    """Write ``network`` and ``card`` as ``out/<robot>/<stem>.pt`` (no optimiser state) and its index entry."""
+    path = save_checkpoint(out / robot_name / f"{stem}.pt", network, card)
+    m = card.metrics
+    index[f"{robot_name}/{stem}"] = {"path": str(path.relative_to(out)), "steps": card.total_steps,
+                                     "training_seconds": round(card.total_training_seconds, 2), "metrics": m,
+                                     **({"init": card.init} if card.init else {})}
+    index_path.write_text(json.dumps(index, indent=2) + "\n")
+    print(f"{robot_name:7s} {stem:17s} {m['pos_mean_mm']:8.2f} mm {m['rot_mean_deg']:7.2f} deg "
+          f"{100 * m['success_5mm_2deg']:5.1f}% {card.total_training_seconds:7.1f} s", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -218,3 +218,30 @@ def test_a_run_can_start_from_another_checkpoint_and_grow_its_hypotheses(tmp_pat
         train(robot, tiny_config("harmoatt", steps=1, init_from=str(tmp_path / "grown.pt")), progress=False)
     with pytest.raises(HikError, match="does not fit robot"):
         train(robot_by_id("panda"), tiny_config("harmoatt", steps=1, init_from=str(source)), progress=False)
+
+
+def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa: ANN001
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "train_pretrained.py"
+    spec = importlib.util.spec_from_file_location("train_pretrained", script)
+    train_pretrained = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_pretrained)
+    robot = robot_by_id("irb120")
+    train(robot, tiny_config("mlp", steps=10), out=tmp_path / "first.pt", progress=False)
+    continued = train(robot, tiny_config("mlp", steps=5, init_from=str(tmp_path / "first.pt")), out=tmp_path / "run.pt",
+                      progress=False)
+    assert "resume" in read_checkpoint(tmp_path / "run.pt")
+    shipped = tmp_path / "shipped"
+    assert train_pretrained.main(["--robots", "irb120", "--only", "mlp", "--ship", str(tmp_path / "run.pt"),
+                                  "--out", str(shipped)]) == 0
+    assert "resume" not in read_checkpoint(shipped / "irb120" / "mlp.pt")  # no optimiser state in what ships
+    entry = json.loads((shipped / "index.json").read_text())["irb120/mlp"]
+    assert entry["path"] == "irb120/mlp.pt" and entry["steps"] == 15 and entry["init"]["steps"] == 10
+    assert entry["metrics"] == continued.card.metrics
+    network, card = load_checkpoint(shipped / "irb120" / "mlp.pt", robot)
+    targets = make_eval_set(Chain(robot), 3, 50).batch
+    assert torch.equal(network.solve(targets.pos, targets.quat), continued.network.solve(targets.pos, targets.quat))
+    with pytest.raises(SystemExit):
+        train_pretrained.main(["--robots", "irb120", "panda", "--only", "mlp", "--ship", str(tmp_path / "run.pt")])
