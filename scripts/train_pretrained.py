@@ -89,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.robots) != 1 or args.only is None or len(args.only) != 1:
             parser.error("--ship needs exactly one robot (--robots NAME) and one checkpoint (--only STEM)")
         network, card = load_checkpoint(args.ship, get_robot(args.robots[0]))
+        expected = {stem: (model, dict(fixed), hypotheses)
+                    for _, model, stem, fixed, hypotheses in jobs(args.robots, args.hypotheses)}
+        found = (card.model, card.fixed_joints, network.hypotheses)
+        if expected.get(args.only[0]) != found:
+            parser.error(f"{args.ship} is a {card.model} network with fixed joints {card.fixed_joints} and "
+                         f"{network.hypotheses} answer(s); {args.robots[0]}/{args.only[0]} must be (model, fixed joints, "
+                         f"answers) = {expected.get(args.only[0], 'not a shipped name: ' + ', '.join(expected))}")
         _ship(network, card, args.robots[0], args.only[0], args.out, index, index_path)
         return 0
     reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained

@@ -243,5 +243,8 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
     network, card = load_checkpoint(shipped / "irb120" / "mlp.pt", robot)
     targets = make_eval_set(Chain(robot), 3, 50).batch
     assert torch.equal(network.solve(targets.pos, targets.quat), continued.network.solve(targets.pos, targets.quat))
-    with pytest.raises(SystemExit):
-        train_pretrained.main(["--robots", "irb120", "panda", "--only", "mlp", "--ship", str(tmp_path / "run.pt")])
+    for wrong in (["--robots", "irb120", "panda", "--only", "mlp"], ["--robots", "irb120", "--only", "harmoatt"],
+                  ["--robots", "irb120", "--only", "mlp", "--hypotheses", "4"]):
+        with pytest.raises(SystemExit):  # not one robot and one name, or not the network that name holds
+            train_pretrained.main(wrong + ["--ship", str(tmp_path / "run.pt"), "--out", str(shipped)])
+    assert json.loads((shipped / "index.json").read_text())["irb120/mlp"] == entry
