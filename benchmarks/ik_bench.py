@@ -67,6 +67,10 @@ def _latency_row(name: str, times: list[float], pos_err: list[float], rot_err: l
 
 
 def _errors(chain: Chain, q: np.ndarray, pos: torch.Tensor, quat: torch.Tensor) -> tuple[float, float]:
+    """Position [m] and rotation [rad] error of a peer's answer; a non-finite answer (pytracik can
+    return NaN when it fails) is a failure with infinite errors."""
+    if not np.isfinite(q).all():
+        return math.inf, math.inf
     q_t = chain.clamp(torch.as_tensor(q, dtype=torch.float64).reshape(1, -1))
     pose = chain.fk(q_t)
     return float(position_error(pose.pos, pos[None])), float(rotation_error(pose.quat, quat[None]))
@@ -106,7 +110,9 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
 
         def trac(i: int) -> np.ndarray:
             p, q = batch.pos[i].tolist(), batch.quat[i].tolist()
-            return np.asarray(pytracik.ik(solver, home, *p, q[1], q[2], q[3], q[0]))[1:]
+            answer = np.asarray(pytracik.ik(solver, home, *p, q[1], q[2], q[3], q[0]))
+            # [status, q...]; on failure (status < 0) the joints are uninitialised memory
+            return answer[1:] if answer[0] >= 0 else np.full(chain.dof, np.nan)
 
         rows.append(_single("TRAC-IK (pytracik, Speed, 5 ms)", chain, batch, trac))
     except ImportError:
