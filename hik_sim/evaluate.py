@@ -107,20 +107,22 @@ class PolicySpec:
 
 
 def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec:
-    """The solver and controller a policy name (or checkpoint path) stands for.
+    """The solver and controller a policy name stands for: one of :data:`POLICY_NAMES`, any other
+    network shipped for ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path.
 
     Raises:
         HikError: unknown policy, or no shipped checkpoint for the robot (then give a path).
     """
     from hik_sim.checkpoint import load_checkpoint
     from hik_sim.kinematics import Chain
-    from hik_sim.policies import IKController, hybrid_seed_name, load_pretrained
+    from hik_sim.policies import IKController, hybrid_seed_name, load_pretrained, pretrained_names
     from hik_sim.scene import SceneOptions
     from hik_sim.solvers import DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
     chain = Chain(robot)
     lead = SceneOptions().servo_lag
-    if name in ("harmoatt", "mlp") or Path(name).suffix == ".pt":
+    shipped = [n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/")]
+    if name in ("harmoatt", "mlp") or name in shipped or Path(name).suffix == ".pt":
         if Path(name).suffix == ".pt":
             network, card = load_checkpoint(name, robot=robot, map_location=device)
             label = Path(name).stem
@@ -141,7 +143,10 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
 
         solver = DmControlIK(build_scene(robot))
         return PolicySpec(name, solver, IKController(solver, lead_time=lead))
-    raise HikError(f"unknown policy {name!r}; policies are: {', '.join(POLICY_NAMES)}, or a checkpoint path (.pt)")
+    others = sorted(set(shipped) - set(POLICY_NAMES))
+    raise HikError(f"unknown policy {name!r}; policies are: {', '.join(POLICY_NAMES)}"
+                   + (f", the networks shipped for {robot.name} ({', '.join(others)})" if others else "")
+                   + ", or a checkpoint path (.pt)")
 
 
 def _annotate(frame: np.ndarray, lines: list[str]) -> np.ndarray:
@@ -442,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     add_robot_arguments(parser)
     defaults = EvalConfig()
     parser.add_argument("--policy", nargs="+", default=None, metavar="POLICY",
-                        help=f"policies: {', '.join(POLICY_NAMES)} or checkpoint paths (default: harmoatt mlp hybrid)")
+                        help=f"policies: {', '.join(POLICY_NAMES)}, a network shipped for the robot (e.g. "
+                             "harmoatt_4answers on the irb120) or checkpoint paths (default: harmoatt mlp hybrid)")
     parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.pt) to evaluate (for a --urdf robot)")
     parser.add_argument("--env", nargs="+", default=list(defaults.envs), choices=["reach", "track"])
     parser.add_argument("--trajectory", default=defaults.trajectory, choices=TRAJECTORIES)

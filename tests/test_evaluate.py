@@ -7,10 +7,14 @@ import json
 
 import imageio.v3 as iio
 import pytest
+import torch
 from conftest import USER_URDF
 
+from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.evaluate import EvalConfig
+from hik_sim.evaluate import EvalConfig, build_policy
+from hik_sim.kinematics import Chain
+from hik_sim.robots import get_robot
 from hik_sim.evaluate import main as evaluate_main
 from hik_sim.train import main as train_main
 
@@ -61,6 +65,19 @@ def test_bad_evaluator_input() -> None:
         EvalConfig(envs=("fly",))
     with pytest.raises(SystemExit):
         evaluate_main(["--robot", "irb120", "--policy", "transformer", *TINY])
+
+
+def test_any_network_shipped_for_the_robot_is_a_policy() -> None:
+    robot = get_robot("irb120")
+    policy = build_policy("harmoatt_4answers", robot)
+    assert policy.name == "harmoatt_4answers" and policy.card["model_options"]["hypotheses"] == 4
+    targets = make_eval_set(Chain(robot), 7, 300).batch
+    result = policy.solver.solve(targets.pos, targets.quat)
+    assert float(result.pos_err.mean()) < 0.01 and bool(torch.isfinite(result.q).all())
+    with pytest.raises(HikError, match="harmoatt_4answers"):  # the error names what the robot has
+        build_policy("harmoatt_8answers", robot)
+    with pytest.raises(HikError, match="unknown policy 'harmoatt_4answers'"):
+        build_policy("harmoatt_4answers", get_robot("panda"))
 
 
 def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
