@@ -63,7 +63,7 @@ def reach(robot: str, kind: str, episodes: int, progress: bool) -> dict[str, obj
             times.append(step * env.unwrapped.dt)
     env.close()
     return {"controller": kind, "episodes": episodes, "success_rate": successes / episodes,
-            "time_to_reach_s": statistics.fmean(times) if times else float("nan"),
+            "time_to_reach_s": statistics.fmean(times) if times else None,
             "ik_latency_median_ms": statistics.median(latencies), "ik_latency_p95_ms": _percentile(latencies, 95),
             "solver_failures_per_episode": failures / episodes}
 
@@ -99,7 +99,8 @@ def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[d
     lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] | solver failures / episode |",
              "|---|---|---:|---:|---:|---|---:|"]
     for r in reach_rows:
-        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_rate']:.1f} % | {r['time_to_reach_s']:.2f} "
+        reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
+        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_rate']:.1f} % | {reach_time} "
                      f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures_per_episode']:.2f} |")
     lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] |",
               "|---|---|---|---:|---:|---|---:|"]

@@ -275,7 +275,7 @@ def _reach_metrics(episodes: list[dict[str, Any]]) -> dict[str, float]:
         "episodes": len(episodes),
         "success_5mm_2deg": len(successes) / len(episodes),
         "success_10mm_20deg": float(np.mean((final_pos < 0.010) & (final_rot < math.radians(20)))),
-        "time_to_reach_s": statistics.fmean(e["time"][-1] for e in successes) if successes else float("nan"),
+        "time_to_reach_s": statistics.fmean(e["time"][-1] for e in successes) if successes else None,  # None: none reached
         "final_pos_mean_mm": float(1000 * final_pos.mean()),
         "final_rot_mean_deg": float(np.degrees(final_rot.mean())),
         "ik_latency_median_ms": statistics.median(latency),
@@ -344,6 +344,11 @@ def _plots(curves: dict[str, dict[str, Any]], out: Path) -> list[str]:
     return files
 
 
+def _seconds(value: float | None) -> str:
+    """A time for a table [s]; "—" where there is none (no episode reached its goal)."""
+    return "—" if value is None else f"{value:.2f}"
+
+
 def _write_csv(report: dict[str, Any], path: Path) -> None:
     rows = []
     for policy, entry in report["policies"].items():
@@ -374,7 +379,7 @@ def summary_markdown(report: dict[str, Any]) -> str:
             if "reach" in e:
                 m = e["reach"]
                 lines.append(f"| {name} | {m['episodes']} | {100 * m['success_5mm_2deg']:.0f} % | {100 * m['success_10mm_20deg']:.0f} % "
-                             f"| {m['time_to_reach_s']:.2f} | {m['ik_latency_median_ms']:.2f} / {m['ik_latency_p95_ms']:.2f} "
+                             f"| {_seconds(m['time_to_reach_s'])} | {m['ik_latency_median_ms']:.2f} / {m['ik_latency_p95_ms']:.2f} "
                              f"| {m['joint_limit_violations']} | {m['solver_failures']} |")
     if any("track" in e for e in report["policies"].values()):
         lines += ["", f"## Track ({report['config']['trajectory']}, {report['config']['speed']} m/s; errors after the first second)", "",

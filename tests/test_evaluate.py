@@ -12,7 +12,7 @@ from conftest import USER_URDF
 
 from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.evaluate import EvalConfig, build_policy
+from hik_sim.evaluate import EvalConfig, build_policy, summary_markdown
 from hik_sim.kinematics import Chain
 from hik_sim.robots import get_robot
 from hik_sim.evaluate import main as evaluate_main
@@ -25,7 +25,7 @@ def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # 
     out = tmp_path / "run"
     assert evaluate_main(["--robot", "irb120", "--policy", "harmoatt", "hybrid", "--out", str(out), *TINY]) == 0
     assert "## Reach" in capsys.readouterr().out
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((out / "report.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in report.json"))
     assert report["robot"]["name"] == "irb120" and set(report["policies"]) == {"harmoatt", "hybrid"}
     for name, entry in report["policies"].items():
         assert {"pos_mean_mm", "rot_mean_deg", "success_5mm_2deg", "success_10mm_20deg", "ms_per_target"} <= set(entry["ik"])
@@ -45,6 +45,9 @@ def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # 
     rows = list(csv.DictReader((out / "metrics.csv").open()))
     assert {r["part"] for r in rows} == {"ik", "reach", "track"}
     assert "![ik_errors.png](ik_errors.png)" in (out / "summary.md").read_text()
+    report["policies"]["harmoatt"]["reach"]["time_to_reach_s"] = None  # what a policy that never reaches gets
+    row = next(line for line in summary_markdown(report).splitlines() if line.startswith("| harmoatt | 1 |"))
+    assert row.split(" | ")[4] == "—"
 
 
 def test_user_robot_end_to_end_train_then_evaluate(tmp_path) -> None:  # noqa: ANN001
