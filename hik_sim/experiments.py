@@ -116,7 +116,8 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     chain = Chain(robot)
     batch = make_eval_set(chain, seed, targets).batch
     network = load_pretrained(robot.name, "harmoatt")
-    seed_network = load_pretrained(robot.name, hybrid_seed_name(robot.name))
+    seed_name = hybrid_seed_name(robot.name)
+    seed_network = network if seed_name == "harmoatt" else load_pretrained(robot.name, seed_name)
     refiner = LMRefiner(chain)
     solvers: list[tuple[str, Callable[[], IKResult]]] = [
         ("network (full joint space)", lambda: NeuralIK(network, chain).solve(batch.pos, batch.quat))]
