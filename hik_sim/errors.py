@@ -6,7 +6,7 @@ and every message says what was wrong and what would have been valid.
 
 from __future__ import annotations
 
-__all__ = ["HikError", "UnknownRobotError", "UrdfError", "ChainError", "MeshError"]
+__all__ = ["HikError", "UnknownRobotError", "UrdfError", "ChainError", "MeshError", "SolverError", "OutputError", "SceneError"]
 
 
 class HikError(Exception):
@@ -30,3 +30,15 @@ class ChainError(HikError):
 
 class MeshError(HikError):
     """A mesh that a URDF names but that cannot be found or converted."""
+
+
+class SolverError(HikError):
+    """A solver asked to do something it cannot: e.g. a network paired with another robot's chain."""
+
+
+class OutputError(HikError):
+    """A place to write results that cannot be used: an existing file, an unwritable or non-empty folder."""
+
+
+class SceneError(HikError):
+    """A scene or environment that cannot be built as asked: e.g. a render size beyond MuJoCo's buffer."""

@@ -50,6 +50,7 @@ class IKNetwork(nn.Module):
         self.kind = kind
         self.selection = selection
         self.model_options = dict(model_options or {})
+        self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
         index = selection.free_index
         self.model = build_model(kind, lower[index], upper[index], **self.model_options)
         self.normalizer = normalizer
@@ -69,6 +70,10 @@ class IKNetwork(nn.Module):
             raise HikError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
         if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
             raise HikError("target poses must be finite; got NaN or inf")
+        zero = quat.norm(dim=-1) < 1e-9
+        if bool(zero.any()):
+            raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+                           "give unit quaternions (w, x, y, z)")
         out = self.model(self.normalizer(pos, quat))
         if out.candidates is None:
             return out._replace(q=self.selection.expand(out.q))
@@ -99,7 +104,11 @@ class IKNetwork(nn.Module):
             return (pos_error / CHOICE_TOLERANCE[0] + rot_error / CHOICE_TOLERANCE[1]).argsort(dim=1)
 
     def solve(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
-        """Joint values (B, n) for target poses (the chosen answer), without gradients, in the network's dtype and device."""
+        """Joint values (B, n) for target poses (the chosen answer), without gradients, in the network's dtype and device.
+
+        Raises:
+            HikError: wrong shapes, NaN/inf or a zero quaternion. An empty batch (B = 0) answers (0, n).
+        """
         return self.solve_all(pos, quat)[:, 0]
 
     @torch.inference_mode()
@@ -107,8 +116,14 @@ class IKNetwork(nn.Module):
         """Every answer (B, H, n) for target poses, the chosen one first, then by how well they reach the target.
 
         H = 1 for a network with a single answer; no gradients, in the network's dtype and device.
+        An empty batch (B = 0) answers an empty (0, H, n) tensor.
+
+        Raises:
+            HikError: wrong shapes, NaN/inf or a zero quaternion.
         """
         param = next(self.parameters())
+        if pos.ndim == 2 and pos.shape == (0, 3) and quat.shape == (0, 4):
+            return param.new_empty((0, self.hypotheses, len(self.selection.joint_names)))
         was_training = self.training
         self.eval()
         try:

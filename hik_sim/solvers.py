@@ -17,8 +17,15 @@ quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quat
 shapes raise :class:`~hik_sim.errors.HikError`. Every returned configuration lies inside the joint
 limits, and an unreachable target returns ``success=False`` with the best configuration found.
 
+An empty batch (B = 0) returns an empty :class:`IKResult` (``q`` of shape (0, n)), as an empty
+array would. A network must belong to the chain it is paired with (same joints and limits, same
+URDF where the network knows its URDF), else :class:`~hik_sim.errors.SolverError`.
+
 The residual is 6-D: the position error [m] and the rotation error as an axis-angle vector
 [rad], weighted by ``rotation_weight`` [m/rad] so that both are comparable in length.
+
+Random restarts draw from :func:`restart_rng`, a stream that can never be the one that made the
+targets (see there), so no solver's success depends on replaying its targets' configurations.
 """
 
 from __future__ import annotations
@@ -27,16 +34,70 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from hik_sim.data import JointSelection
-from hik_sim.errors import HikError
+from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics import Chain, Pose
 from hik_sim.network import IKNetwork
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
 
 __all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
-           "rotation_residual", "REPORT_TOLERANCES"]
+           "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES"]
+
+RESTART_STREAM = 0x1C5EED
+"""The spawn key that sets solvers' random restarts apart from every target stream (see :func:`restart_rng`)."""
+
+
+def restart_rng(seed: int) -> np.random.Generator:
+    """The random stream of a solver's restarts: numpy's PCG64 on ``SeedSequence(seed, spawn_key=(RESTART_STREAM,))``.
+
+    Targets and training data come from torch's Mersenne Twister seeded with the plain integer
+    (:func:`~hik_sim.data.make_eval_set`, :class:`~hik_sim.data.FKStream`), and the environments'
+    goals from PCG64 on ``SeedSequence(seed)`` (gymnasium's ``np_random``). This stream is another
+    generator than the first and, through its spawn key, another entropy pool than the second, so
+    whatever the two seeds, restarts never replay the configurations that made the targets (with
+    one seed for both, they did: multistart then "solved" every target exactly at its first try).
+
+    Args:
+        seed: the solver's seed (any non-negative integer).
+
+    Returns:
+        A fresh generator.
+    """
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(RESTART_STREAM,)))
+
+
+def _random_configurations(chain: Chain, count: int, rng: np.random.Generator) -> torch.Tensor:
+    """(count, n) float64 configurations uniform inside the joint limits."""
+    lower, upper = (np.asarray(v, dtype=np.float64) for v in (chain.robot.lower, chain.robot.upper))
+    return torch.from_numpy(rng.uniform(lower, upper, size=(count, chain.dof)))
+
+
+def check_network_fits(network: IKNetwork, chain: Chain) -> None:
+    """Check that ``network`` was made for ``chain``'s robot, not only for as many joints.
+
+    Compared: the joint names (base → tip), the joint limits, and the URDF's SHA-256 where the
+    network knows its URDF (a loaded checkpoint's ``card``, or the chain a several-answer network
+    ranks its answers with).
+
+    Raises:
+        SolverError: the network belongs to another robot or chain (the message says how they differ).
+    """
+    robot, problems = chain.robot, []
+    names = tuple(network.selection.joint_names)
+    if names != tuple(robot.joint_names):
+        problems.append(f"its joints are {list(names)}, the chain's are {list(robot.joint_names)}")
+    elif not (np.allclose(network.lower, robot.lower, atol=1e-5) and np.allclose(network.upper, robot.upper, atol=1e-5)):
+        problems.append(f"its joint limits are {network.lower} to {network.upper}, the chain's {robot.lower} to {robot.upper}")
+    card = getattr(network, "card", None)
+    known = card.urdf_sha256 if card is not None else (network.chain.robot.urdf_sha256() if network.chain is not None else None)
+    if known is not None and known != robot.urdf_sha256():
+        problems.append(f"it was made for another URDF (sha256 {known[:12]}…, the chain's is {robot.urdf_sha256()[:12]}…)")
+    if problems:
+        raise SolverError(f"the network does not fit the chain of robot {robot.name!r}: {'; '.join(problems)}; "
+                          "pair a network with the robot it was trained for")
 
 
 @dataclass(frozen=True)
@@ -145,9 +206,13 @@ class NeuralIK:
         network: the trained :class:`~hik_sim.network.IKNetwork`.
         chain: the robot's chain (for reporting errors).
         tolerance: success criterion.
+
+    Raises:
+        SolverError: the network was made for another robot.
     """
 
     def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None) -> None:
+        check_network_fits(network, chain)
         self.network, self.chain, self.tolerance = network, chain, tolerance or Tolerance()
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
@@ -250,7 +315,7 @@ class MultistartIK:
     Args:
         refiner: the LM refiner.
         starts: N, the largest number of seeds per target.
-        seed: seed of the random starts.
+        seed: seed of the random starts (their stream is :func:`restart_rng`'s, never a target stream).
     """
 
     def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0) -> None:
@@ -262,13 +327,13 @@ class MultistartIK:
         """Solve from random seeds (``q_init`` is ignored)."""
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
-        result = _restarts(self.refiner, pos, quat, None, self.starts, torch.Generator().manual_seed(self.seed))
+        result = _restarts(self.refiner, pos, quat, None, self.starts, restart_rng(self.seed))
         result.wall_time = time.perf_counter() - start
         return result
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
-              generator: torch.Generator) -> IKResult:
+              rng: np.random.Generator) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets still failing, ``rounds`` rounds in all."""
     if first is not None and first.ndim == 2:
@@ -285,7 +350,7 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         if idx.numel() == 0:
             break
         given = first is not None and round_index < first.shape[1]
-        seeds = first[idx, round_index] if given else chain.sample(idx.numel(), generator, torch.float64)
+        seeds = first[idx, round_index] if given else _random_configurations(chain, idx.numel(), rng)
         q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
         pose = chain.fk(q)
         pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
@@ -312,10 +377,15 @@ class HybridIK:
         network: the trained network.
         refiner: the LM refiner (its selection must match the network's fixed joints).
         restarts: restarts for targets the seeded LM leaves unsolved.
-        seed: seed of the restarts.
+        seed: seed of the restarts (their stream is :func:`restart_rng`'s, never a target stream).
+
+    Raises:
+        HikError: negative ``restarts``, or the network and the refiner fix different joints.
+        SolverError: the network was made for another robot than the refiner's chain.
     """
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = 9, seed: int = 0) -> None:
+        check_network_fits(network, refiner.chain)
         if restarts < 0:
             raise HikError(f"restarts must be >= 0, got {restarts}")
         if dict(network.selection.fixed) != dict(refiner.selection.fixed):
@@ -328,7 +398,7 @@ class HybridIK:
         pos, quat = check_targets(target_pos, target_quat)
         chain = self.refiner.chain
         seed = self.refiner.chain.clamp(self.network.solve_all(pos, quat).double().cpu())  # (B, H, n), best first
-        generator = torch.Generator().manual_seed(self.seed)
+        generator = restart_rng(self.seed)
         if q_init is not None:
             q_init = torch.as_tensor(q_init, dtype=torch.float64)
             if q_init.shape != (pos.shape[0], chain.dof) or not bool(torch.isfinite(q_init).all()):
@@ -373,20 +443,24 @@ class SingleTargetIK:
         max_iterations: LM iterations per seed.
         rotation_weight: weight of the rotation residual [m/rad].
         restarts: seeds after the first ones fail: the network's other answers, then random ones.
-        seed: seed of the random restarts.
+        seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
+
+    Raises:
+        HikError: a network with fixed joints.
+        SolverError: the network was made for another robot.
     """
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = 9, seed: int = 0) -> None:
-        import numpy as np
-
         from hik_sim.single_target import SingleTargetLM
 
-        if network is not None and network.selection.fixed:
-            raise HikError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
+        if network is not None:
+            check_network_fits(network, chain)
+            if network.selection.fixed:
+                raise HikError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
         self.chain, self.network, self.tolerance, self.restarts = chain, network, tolerance or Tolerance(), restarts
         self.lm = SingleTargetLM(chain.robot, chain.geometry, max_iterations=max_iterations, rotation_weight=rotation_weight)
-        self.rng = np.random.default_rng(seed)
+        self.rng = restart_rng(seed)
         self._np = np
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001

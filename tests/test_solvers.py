@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import robot_by_id
@@ -13,7 +14,8 @@ from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
 from hik_sim.solvers import _restarts
-from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, Tolerance, check_targets, rotation_residual
+from hik_sim.solvers import (HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance, check_targets, restart_rng,
+                             rotation_residual)
 from hik_sim.train import TrainConfig, train
 
 
@@ -86,6 +88,27 @@ def test_limits_hold_and_nothing_is_nan_for_unreachable_and_singular_targets(irb
             assert bool(result.success[40:].all())
 
 
+def test_random_restarts_never_replay_the_configurations_that_made_the_targets(irb120: Chain) -> None:
+    # The evaluator draws its targets with seed 0 and builds multistart with seed 0. From one
+    # stream, the first random seeds were the targets' own configurations: 100 %, 0.000 mm.
+    targets = make_eval_set(irb120, 0, 200).batch
+    once = MultistartIK(LMRefiner(irb120), starts=1, seed=0).solve(targets.pos, targets.quat)
+    assert not bool((once.pos_err == 0).any())  # no answer is a replayed target configuration
+    assert once.success.float().mean() < 0.9  # one LM run from a truly random seed misses many targets
+    ten = MultistartIK(LMRefiner(irb120), starts=10, seed=0).solve(targets.pos, targets.quat)
+    assert 0.9 <= ten.success.float().mean() < 1.0 and not bool((ten.pos_err == 0).any())
+
+
+def test_single_target_restarts_never_replay_an_environment_goal(irb120: Chain) -> None:
+    # Reach draws its goal configuration from gymnasium's np_random, PCG64 on SeedSequence(seed).
+    lower, upper = np.asarray(irb120.robot.lower), np.asarray(irb120.robot.upper)
+    goal_q = np.random.default_rng(0).uniform(lower, upper)  # the goal of `env.reset(seed=0)`
+    goal = irb120.fk(torch.from_numpy(goal_q)[None])
+    solver = SingleTargetIK(irb120, max_iterations=1, restarts=1, seed=0)  # home, then one random seed, one step each
+    result = solver.solve_one(goal.pos[0], goal.quat[0], q_init=np.asarray(irb120.robot.home))
+    assert not bool(result.success) and not np.allclose(result.q[0].numpy(), goal_q)
+
+
 def test_fixed_joints_stay_fixed(irb120: Chain) -> None:
     selection = JointSelection.for_chain(irb120, {"joint_6": 0.3})
     targets = make_eval_set(irb120, 6, 50, selection).batch
@@ -138,8 +161,8 @@ def test_a_network_with_several_answers_ranks_them_by_fk_and_seeds_lm_with_each(
     far = irb120.clamp(exact + 1.5)
     seeds = torch.stack((far, exact), dim=1)
     one_step = LMRefiner(irb120, max_iterations=1)
-    assert not bool(_restarts(one_step, pose.pos, pose.quat, seeds, 1, torch.Generator()).success.any())
-    both = _restarts(one_step, pose.pos, pose.quat, seeds, 2, torch.Generator())
+    assert not bool(_restarts(one_step, pose.pos, pose.quat, seeds, 1, restart_rng(0)).success.any())
+    both = _restarts(one_step, pose.pos, pose.quat, seeds, 2, restart_rng(0))
     assert bool(both.success.all()) and torch.allclose(both.q, exact, atol=1e-6)
 
 
@@ -225,3 +248,44 @@ def test_property_answers_are_finite_and_within_limits_for_any_target() -> None:
         assert bool(((result.q >= lower) & (result.q <= upper)).all())
 
     check()
+
+
+def test_an_empty_batch_gives_empty_results_of_the_right_shape(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
+    pos, quat = torch.zeros(0, 3), torch.zeros(0, 4)
+    assert tiny_network.solve(pos, quat).shape == (0, 6)
+    for solver in (NeuralIK(tiny_network, irb120), HybridIK(tiny_network, LMRefiner(irb120)), MultistartIK(LMRefiner(irb120))):
+        result = solver.solve(pos, quat)
+        assert result.q.shape == (0, 6) and result.pos_err.shape == result.success.shape == (0,)
+
+
+def test_a_network_rejects_a_zero_quaternion(tiny_network) -> None:  # noqa: ANN001
+    pos = torch.tensor([[0.3, 0.0, 0.5], [0.3, 0.0, 0.4]])
+    with pytest.raises(HikError, match=r"non-zero \(rows \[1\]"):
+        tiny_network.solve(pos, torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+    with pytest.raises(HikError, match="finite"):
+        tiny_network.solve(pos, torch.tensor([[1.0, 0.0, 0.0, 0.0], [float("nan"), 0.0, 0.0, 0.0]]))
+
+
+def test_a_network_is_checked_against_the_robot_of_its_chain(tmp_path) -> None:  # noqa: ANN001
+    from hik_sim.errors import SolverError
+    from hik_sim.policies import load_pretrained
+    from hik_sim.robots import robot_from_urdf
+
+    panda, g1 = load_pretrained("panda", "harmoatt"), Chain(robot_by_id("g1"))  # both 7 joints
+    with pytest.raises(SolverError, match="its joints are .*panda_joint1"):
+        NeuralIK(panda, g1)
+    with pytest.raises(SolverError, match="does not fit"):
+        HybridIK(panda, LMRefiner(g1))
+    with pytest.raises(SolverError, match="does not fit"):
+        SingleTargetIK(g1, panda)
+    # the same joints and limits on an edited URDF: told apart by the URDF's hash in the card
+    irb120 = robot_by_id("irb120")
+    edited = tmp_path / "irb120.urdf"
+    text = irb120.urdf.read_text()
+    edited.write_text(text.replace("<robot ", "<!-- edited -->\n<robot ", 1))
+    other = Chain(robot_from_urdf(edited, irb120.base_link, irb120.ee_link))
+    assert other.joint_names == Chain(irb120).joint_names
+    network = load_pretrained("irb120", "harmoatt")
+    NeuralIK(network, Chain(irb120))  # its own robot is fine
+    with pytest.raises(SolverError, match="another URDF"):
+        NeuralIK(network, other)
