@@ -7,7 +7,11 @@ keeping the mesh's own colour for the geom) and links files MuJoCo reads as they
 
 The cache is ``$HIK_SIM_CACHE`` or ``$XDG_CACHE_HOME/hik_sim`` (default ``~/.cache/hik_sim``);
 entries are keyed by the source file's path, size and modification time, so they refresh when the
-source changes. Conversion happens once per file.
+source changes. Conversion happens once per file. Cache writes are safe under concurrency: each
+file is written under a unique temporary name in the cache folder and renamed into place
+atomically, so processes building the same robot at once never see, or clash over, a half-written
+entry. Cache names keep at most :data:`_STEM_CHARS` characters of the source's stem (the key keeps
+them unique), so a long but legal mesh name never becomes one too long for the file system.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import hashlib
 import json
 import os
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from hik_sim.errors import MeshError
 
@@ -25,6 +31,7 @@ __all__ = ["MujocoMesh", "cache_dir", "mujoco_mesh"]
 
 _NATIVE = (".stl", ".obj", ".msh")
 _MIN_VERTICES = 4  # MuJoCo refuses meshes with fewer vertices
+_STEM_CHARS = 64  # of a source's stem kept in its cache name
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,22 @@ def _obj_vertex_count(path: Path) -> int:
         return sum(1 for line in f if line.startswith((b"v ", b"v\t")))
 
 
+def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """Write ``target`` through ``write(path)`` on a unique temporary file beside it, then rename it into place.
+
+    Concurrent writers of the same target never clash (each has its own temporary name) and
+    readers see either no file or a whole one (``os.replace`` is atomic within a folder).
+    """
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=".partial-", suffix=target.suffix)
+    os.close(handle)
+    try:
+        write(Path(name))
+        os.replace(name, target)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
 def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | None:
     try:
         import trimesh
@@ -84,9 +107,7 @@ def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | 
             rgba = tuple(round(float(c), 3) for c in mean)
     except Exception:  # a mesh without usable colour information keeps the URDF's colour
         rgba = None
-    tmp = target.with_suffix(".tmp")
-    loaded.export(str(tmp), file_type="stl")
-    tmp.replace(target)
+    _write_atomically(target, lambda path: loaded.export(str(path), file_type="stl"))
     return rgba
 
 
@@ -109,7 +130,7 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
     folder = cache_dir()
     suffix = source.suffix.lower()
     if suffix in _NATIVE and (suffix != ".stl" or _is_binary_stl(source)):
-        target = folder / f"{source.stem}-{key}{suffix}"
+        target = folder / f"{source.stem[:_STEM_CHARS]}-{key}{suffix}"
         if not target.exists():
             if suffix == ".obj" and (count := _obj_vertex_count(source)) < _MIN_VERTICES:
                 raise MeshError(
@@ -117,14 +138,16 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
                 )
             try:
                 target.symlink_to(source)
+            except FileExistsError:  # another process linked it first: the same file, by its key
+                pass
             except OSError:  # no symlinks here: copy instead
-                target.write_bytes(source.read_bytes())
+                _write_atomically(target, lambda path: path.write_bytes(source.read_bytes()))
         return MujocoMesh(target, None)
-    target = folder / f"{source.stem}-{key}.stl"
+    target = folder / f"{source.stem[:_STEM_CHARS]}-{key}.stl"
     meta = target.with_suffix(".json")
     if target.exists() and meta.exists():
         rgba = json.loads(meta.read_text())["rgba"]
         return MujocoMesh(target, tuple(rgba) if rgba else None)
     rgba = _convert(source, target)
-    meta.write_text(json.dumps({"source": str(source), "rgba": rgba}))
+    _write_atomically(meta, lambda path: path.write_text(json.dumps({"source": str(source), "rgba": rgba})))
     return MujocoMesh(target, rgba)

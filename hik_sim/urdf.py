@@ -371,6 +371,23 @@ def _package_candidates(package: str, urdf_dir: Path) -> list[Path]:
     return out
 
 
+def _is_file(candidate: Path, uri: str, urdf_path: Path) -> bool:
+    """Whether ``candidate`` is a file; a path the OS refuses to look up (a name too long, …) is a MeshError."""
+    try:
+        return candidate.is_file()
+    except OSError as exc:  # ENAMETOOLONG and kin: the name itself is unusable, not merely missing
+        raise MeshError(f"{urdf_path}: mesh {uri!r} names a path the operating system cannot use ({exc.strerror}); "
+                        f"each name in a path may be at most {_name_max(urdf_path.parent)} bytes here") from None
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name [bytes] the file system of ``folder`` allows (255 where it cannot say)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
 def resolve_mesh_uri(uri: str, urdf_path: Path, package_dirs: dict[str, Path] | None = None) -> Path:
     """The file a URDF mesh filename refers to.
 
@@ -383,7 +400,7 @@ def resolve_mesh_uri(uri: str, urdf_path: Path, package_dirs: dict[str, Path] | 
         An existing file.
 
     Raises:
-        MeshError: the URI is empty or no candidate file exists.
+        MeshError: the URI is empty, names a path the OS cannot use (too long), or no candidate file exists.
     """
     if not uri:
         raise MeshError(f"{urdf_path}: a <mesh> has no filename attribute")
@@ -395,7 +412,7 @@ def resolve_mesh_uri(uri: str, urdf_path: Path, package_dirs: dict[str, Path] | 
         tried = []
         for base in bases:
             candidate = base / rel
-            if candidate.is_file():
+            if _is_file(candidate, uri, urdf_path):
                 return candidate
             tried.append(str(candidate))
         raise MeshError(
@@ -405,6 +422,6 @@ def resolve_mesh_uri(uri: str, urdf_path: Path, package_dirs: dict[str, Path] | 
     candidate = Path(uri[len("file://"):] if uri.startswith("file://") else uri).expanduser()
     if not candidate.is_absolute():
         candidate = urdf_dir / candidate
-    if not candidate.is_file():
+    if not _is_file(candidate, uri, urdf_path):
         raise MeshError(f"{urdf_path}: mesh {uri!r} not found (looked at {candidate})")
     return candidate

@@ -330,6 +330,11 @@ CASES = [
          "base", "tool", MeshError, "a <mesh> has no filename attribute"),
     Case("mesh-path-is-a-folder", arm_with_l1(mesh("meshes")),
          "base", "tool", MeshError, "mesh 'meshes' not found", files={"meshes/readme.txt": "x"}),
+    Case("mesh-name-too-long", arm_with_l1(mesh("l" * 300 + ".stl")),
+         "base", "tool", MeshError, "names a path the operating system cannot use (File name too long); each name in a path "
+         "may be at most"),
+    Case("package-mesh-name-too-long", arm_with_l1(mesh("package://hik_test_pkg/" + "l" * 300 + ".stl")),
+         "base", "tool", MeshError, "names a path the operating system cannot use", files={"hik_test_pkg/x.txt": "x"}),
     # Meshes that exist but cannot be read (build_scene converts them).
     Case("garbage-stl", arm_with_l1(mesh("l1.stl")),
          "base", "tool", MeshError, "l1.stl holds no triangles", files={"l1.stl": GARBAGE}, scene=True),
@@ -450,6 +455,14 @@ def test_valid_arm_with_meshes_builds(tmp_path: Path) -> None:
     scene = build_scene(robot_from_urdf(write_case(tmp_path, urdf, files), "base", "tool"))
     assert scene.model.nmesh == 2
     assert len(list((tmp_path / "cache" / "meshes").glob("l1-*.stl"))) == 1  # converted into tmp_path's cache
+
+
+def test_a_long_but_legal_mesh_name_builds(tmp_path: Path) -> None:
+    """A 250-character mesh name: the cache's name for it (stem + key) must stay within the OS's limit."""
+    name = "l" * 246 + ".stl"
+    urdf = robot_xml(link("base"), link("l1", mesh(name)), link("tool", visual('<sphere radius="0.02"/>')), J1, J2)
+    scene = build_scene(robot_from_urdf(write_case(tmp_path, urdf, {name: TETRA_ASCII_STL}), "base", "tool"))
+    assert scene.model.nmesh == 1
 
 
 def test_valid_chain_below_the_root_holds_the_other_joint(tmp_path: Path) -> None:
