@@ -15,6 +15,16 @@ and writes a run folder: ``report.json``, ``metrics.csv``, ``summary.md``, plots
 ``reach_error.png``, ``track_error.png``) and rollout videos (``<policy>_<env>.mp4`` with a small
 ``.gif`` preview) whose frames show the goal marker and the current error.
 
+Run folders belong to one run (:func:`claim_run_folder`): the default one,
+``runs/eval/<robot>-<date>``, takes a ``-2``, ``-3``, … suffix when another run started in the same
+second; an explicit ``--out`` must be new or empty (a folder holding another run's files is refused,
+so a report never sits beside stale videos it does not list); a run that fails removes what it
+wrote, and the folder if it made it.
+
+A robot loaded from a URDF has no shipped networks: ``lm``, ``multistart`` and ``dm_control`` need
+none (they are its default policies), ``hybrid`` is seeded by the ``--checkpoint`` network, and any
+checkpoint trained for it is a policy by its path.
+
 Metrics are defined in :mod:`hik_sim.metrics` and in the README: Euclidean position error,
 geodesic rotation error ``2·acos(|⟨q, q'⟩|)``.
 
@@ -32,7 +42,10 @@ import argparse
 import csv
 import json
 import math
+import os
 import platform
+import shutil
+import tempfile
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -42,12 +55,14 @@ from typing import Any
 
 import numpy as np
 
-from hik_sim.errors import HikError
+from hik_sim.errors import HikError, OutputError
 from hik_sim.robots import RobotSpec
 
-__all__ = ["EvalConfig", "PolicySpec", "build_policy", "evaluate", "paper_suite", "summary_markdown", "main"]
+__all__ = ["EvalConfig", "PolicySpec", "build_policy", "claim_run_folder", "evaluate", "paper_suite", "summary_markdown", "main"]
 
-POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "hybrid", "multistart", "dm_control")
+POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "hybrid", "multistart", "lm", "dm_control")
+NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
+"""The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
 LIMIT_SLACK = 1e-4  # [rad]: MuJoCo's joint limits are stiff but soft; smaller excursions are not counted
 
 
@@ -56,8 +71,8 @@ class EvalConfig:
     """What the evaluator runs.
 
     Attributes:
-        policies: policy names (``harmoatt``, ``mlp``, ``hybrid``, ``multistart``, ``dm_control``) or
-            checkpoint paths.
+        policies: policy names (``harmoatt``, ``mlp``, ``hybrid``, ``multistart``, ``lm``,
+            ``dm_control``) or checkpoint paths.
         envs: ``reach`` and/or ``track``.
         trajectory: Track's trajectory.
         speed: Track's speed [m/s].
@@ -70,6 +85,8 @@ class EvalConfig:
         width: video width [px].
         height: video height [px].
         device: where networks run.
+        seed_network: a checkpoint (.pt) that seeds ``hybrid`` on a robot no network is shipped
+            for (``--checkpoint``); a robot with shipped networks uses its own seed network.
     """
 
     policies: tuple[str, ...] = ("harmoatt", "mlp", "hybrid")
@@ -85,6 +102,7 @@ class EvalConfig:
     width: int = 320
     height: int = 240
     device: str = "cpu"
+    seed_network: str | None = None
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -106,12 +124,19 @@ class PolicySpec:
     card: dict[str, Any] = field(default_factory=dict)
 
 
-def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec:
+def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network: str | None = None) -> PolicySpec:
     """The solver and controller a policy name stands for: one of :data:`POLICY_NAMES`, any other
     network shipped for ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path.
 
+    Args:
+        name: the policy.
+        robot: the robot, registered or loaded from a URDF.
+        device: where networks run.
+        seed_network: a checkpoint (.pt) that seeds ``hybrid`` where no network is shipped for ``robot``.
+
     Raises:
-        HikError: unknown policy, or no shipped checkpoint for the robot (then give a path).
+        HikError: unknown policy, or a policy that needs a network no one ships for the robot (then
+            give a checkpoint path, or ``seed_network`` for ``hybrid``).
     """
     from hik_sim.checkpoint import load_checkpoint
     from hik_sim.kinematics import Chain
@@ -122,9 +147,15 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
     chain = Chain(robot)
     lead = SceneOptions().servo_lag
     shipped = [n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/")]
+    if not shipped and name in ("harmoatt", "mlp", "hybrid") and not (name == "hybrid" and seed_network):
+        raise HikError(f"policy {name!r} needs a network, and none is shipped for robot {robot.name!r}: "
+                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if name == "hybrid"
+                          else "give a checkpoint trained for it (--checkpoint PATH.pt, or the path as a policy)")
+                       + f", or a policy without a network: {', '.join(NETWORK_FREE_POLICIES)}, dm_control")
     if name in ("harmoatt", "mlp") or name in shipped or Path(name).suffix == ".pt":
         if Path(name).suffix == ".pt":
             network, card = load_checkpoint(name, robot=robot, map_location=device)
+            network.card = card  # the solvers check it against the chain's URDF
             label = Path(name).stem
         else:
             network = load_pretrained(robot.name, name, map_location=device)
@@ -132,11 +163,18 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu") -> PolicySpec
         solver = NeuralIK(network, chain)
         return PolicySpec(label, solver, IKController(solver, lead_time=lead), card.to_json())
     if name == "hybrid":
-        network = load_pretrained(robot.name, hybrid_seed_name(robot.name), map_location=device)
+        if shipped:
+            network = load_pretrained(robot.name, hybrid_seed_name(robot.name), map_location=device)
+        else:
+            network, card = load_checkpoint(seed_network, robot=robot, map_location=device)
+            network.card = card
         return PolicySpec(name, HybridIK(network, LMRefiner(chain)), IKController(SingleTargetIK(chain, network), lead_time=lead),
                           network.card.to_json())
-    if name == "multistart":
+    if name == "multistart":  # from the current joints first while tracking (no jumps between IK branches)
         solver = MultistartIK(LMRefiner(chain), starts=10)
+        return PolicySpec(name, solver, IKController(solver, lead_time=lead))
+    if name == "lm":  # the single-target LM: from the current joints (home, open loop), then up to 9 random restarts
+        solver = SingleTargetIK(chain, restarts=9)
         return PolicySpec(name, solver, IKController(solver, lead_time=lead))
     if name == "dm_control":
         from hik_sim.scene import build_scene
@@ -209,23 +247,97 @@ def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, l
             "terminated": terminated, "frames": frames}
 
 
-def evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool = True) -> dict[str, Any]:
-    """Run the evaluation and write the run folder.
+def claim_run_folder(out: Path, unique: bool = False) -> tuple[Path, bool]:
+    """Make ``out`` this run's folder, before any work.
+
+    Args:
+        out: the folder.
+        unique: where ``out`` exists, take ``out-2``, ``out-3``, … instead (for default folders named
+            by the second a run starts: two runs started in one second get a folder each). Each
+            is created with ``mkdir(exist_ok=False)``, so two runs never both take one.
 
     Returns:
-        The report (also written to ``out/report.json``).
+        The folder, and whether this call created it (``False``: it was an empty folder).
+
+    Raises:
+        OutputError: ``out`` is a file, a folder that already holds files (a report beside another
+            run's files would not list them), or a folder that cannot be created or written.
     """
+    names = [out] + ([out.with_name(f"{out.name}-{i}") for i in range(2, 1000)] if unique else [])
+    for folder in names:
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            return folder, True
+        except FileExistsError:
+            if unique:
+                continue
+        except OSError as exc:
+            raise OutputError(f"cannot create run folder {folder} ({exc.strerror}); give --out a folder that can be written") from None
+        if not folder.is_dir():
+            raise OutputError(f"run folder {folder} is an existing file; give --out a new or empty folder")
+        held = sorted(p.name for p in folder.iterdir())
+        if held:
+            raise OutputError(f"run folder {folder} already holds files ({', '.join(held[:5])}{', …' if len(held) > 5 else ''}); "
+                              "a new report beside them would mix this run with another's: give --out a new or empty folder")
+        try:
+            handle, probe = tempfile.mkstemp(dir=folder)
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as exc:
+            raise OutputError(f"cannot write in run folder {folder} ({exc.strerror}); give --out a folder that can be written") from None
+        return folder, False
+    raise OutputError(f"run folders {names[0]} to {names[-1]} are all taken; give --out a new folder")
+
+
+def _discard_run(folder: Path, created: bool) -> None:
+    """Remove what a failed run wrote: its folder if it made it, else the folder's contents (empty when claimed)."""
+    if created:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool = True, unique: bool = False) -> dict[str, Any]:
+    """Run the evaluation and write the run folder (see :func:`claim_run_folder`).
+
+    Args:
+        robot: the robot.
+        config: what to run.
+        out: the run folder: new, or an empty folder.
+        progress: show a progress bar.
+        unique: where ``out`` exists, write to ``out-2``, ``out-3``, … instead.
+
+    Returns:
+        The report (also written to ``report.json`` in the run folder, whose path is ``report["run_folder"]``).
+
+    Raises:
+        OutputError: ``out`` cannot be this run's folder.
+        HikError: a bad policy or environment setting. A run that fails removes what it wrote.
+    """
+    out, created = claim_run_folder(Path(out), unique)
+    try:
+        return _evaluate(robot, config, out, progress)
+    except BaseException:
+        _discard_run(out, created)
+        raise
+
+
+def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -> dict[str, Any]:
     import gymnasium as gym
     from tqdm.auto import tqdm
 
     import hik_sim.envs  # noqa: F401  (registers the environments, picks headless GL)
 
-    out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    policies = [build_policy(name, robot, config.device) for name in config.policies]
+    policies = [build_policy(name, robot, config.device, config.seed_network) for name in config.policies]
     tasks = len(policies) * (1 + len(config.envs))
     bar = tqdm(total=tasks, desc=f"evaluate {robot.name}", disable=not progress, unit="task")
-    report: dict[str, Any] = {"robot": robot.summary(), "config": asdict(config), "policies": {}, "files": [], "video_frames": {}}
+    report: dict[str, Any] = {"robot": robot.summary(), "config": asdict(config), "run_folder": str(out), "policies": {}, "files": [],
+                              "video_frames": {}}
     curves: dict[str, dict[str, Any]] = {"ik": {}, "reach": {}, "track": {}}
     render = "rgb_array" if config.video else None
     env_kwargs = {"render_mode": render, "width": config.width, "height": config.height}
@@ -397,20 +509,32 @@ def summary_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def paper_suite(out: Path, targets: int = 10_000, progress: bool = True) -> dict[str, Any]:
-    """Both seed papers' experiments with the shipped checkpoints; writes ``paper.json`` and ``paper.md``.
+def paper_suite(out: Path, targets: int = 10_000, progress: bool = True, unique: bool = False) -> dict[str, Any]:
+    """Both seed papers' experiments with the shipped checkpoints; writes ``paper.json`` and ``paper.md``
+    into a run folder claimed as :func:`evaluate` claims it (``unique``: take ``out-2``, … where ``out`` exists).
 
     (a) HarmoAtt-IK against the MLP baseline on the five humanoids; (b) the IRB120 network in the
     full joint space, with q6 fixed, the hybrid and multistart-10, beside the hybrid-IK paper's
     published figures. The HarmoAtt-IK paper's per-robot figures are not in this repository (its
     humanoids and training budgets differ from ours), so (a) shows hik_sim's own measurements.
+
+    Raises:
+        OutputError: ``out`` cannot be this run's folder. A run that fails removes what it wrote.
     """
+    out, created = claim_run_folder(Path(out), unique)
+    try:
+        return _paper_suite(out, targets, progress)
+    except BaseException:
+        _discard_run(out, created)
+        raise
+
+
+def _paper_suite(out: Path, targets: int, progress: bool) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     from hik_sim.experiments import PAPER_IRB120, compare_networks, hybrid_table, shipped_pair
     from hik_sim.robots import HUMANOIDS, get_robot
 
-    out.mkdir(parents=True, exist_ok=True)
     humanoids = [compare_networks(get_robot(name), shipped_pair(get_robot(name)), targets)
                  for name in tqdm(HUMANOIDS, desc="HarmoAtt-IK vs MLP", disable=not progress)]
     irb120 = hybrid_table(get_robot("irb120"), targets)
@@ -437,7 +561,7 @@ def paper_suite(out: Path, targets: int = 10_000, progress: bool = True) -> dict
     lines += ["", f"Hybrid vs multistart-10: {-r['evals_reduction_pct']:+.1f} % function evaluations, "
               f"{-r['time_reduction_pct']:+.1f} % time (published: −{paper['evals_reduction_pct']} %, −{paper['time_reduction_pct']} %)."]
     text = "\n".join(lines) + "\n"
-    record = {"targets": targets, "humanoids": humanoids, "irb120": irb120, "published_irb120": paper}
+    record = {"targets": targets, "run_folder": str(out), "humanoids": humanoids, "irb120": irb120, "published_irb120": paper}
     (out / "paper.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
     (out / "paper.md").write_text(text)
     return {"text": text, **record}
@@ -447,14 +571,17 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder."""
     from hik_sim.cli import add_robot_arguments, robot_from_args
     from hik_sim.envs.trajectories import TRAJECTORIES
+    from hik_sim.policies import pretrained_names
 
     parser = argparse.ArgumentParser(prog="python -m hik_sim.evaluate", description=main.__doc__)
     add_robot_arguments(parser)
     defaults = EvalConfig()
     parser.add_argument("--policy", nargs="+", default=None, metavar="POLICY",
                         help=f"policies: {', '.join(POLICY_NAMES)}, a network shipped for the robot (e.g. "
-                             "harmoatt_4answers on the irb120) or checkpoint paths (default: harmoatt mlp hybrid)")
-    parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.pt) to evaluate (for a --urdf robot)")
+                             "harmoatt_4answers on the irb120) or checkpoint paths (default: harmoatt mlp hybrid; "
+                             f"for a robot with no shipped network: {' '.join(NETWORK_FREE_POLICIES)})")
+    parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.pt) to evaluate (for a --urdf robot); it also "
+                                                           "seeds --policy hybrid on a robot with no shipped network")
     parser.add_argument("--env", nargs="+", default=list(defaults.envs), choices=["reach", "track"])
     parser.add_argument("--trajectory", default=defaults.trajectory, choices=TRAJECTORIES)
     parser.add_argument("--speed", type=float, default=defaults.speed, help="Track speed [m/s] (default 0.1)")
@@ -464,31 +591,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ik-targets", type=int, default=defaults.ik_targets, help="open-loop targets (default 2000)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="record rollout videos (default on)")
-    parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/eval/<robot>-<date>)")
+    parser.add_argument("--out", type=Path, default=None, help="run folder, new or empty (default runs/eval/<robot>-<date>, "
+                                                                "with a -2, -3, … suffix where another run took that name)")
     parser.add_argument("--device", default="cpu", help="where networks run (default cpu)")
     parser.add_argument("--suite", choices=["paper"], default=None,
                         help="paper: both seed papers' experiments with the shipped checkpoints (--ik-targets per robot)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     if args.suite == "paper":
-        out = args.out or Path("runs") / "eval" / f"paper-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-        print(paper_suite(out, args.ik_targets if args.ik_targets != defaults.ik_targets else 10_000, not args.no_progress)["text"])
-        print(f"run folder   {out}")
+        try:
+            record = paper_suite(args.out or Path("runs") / "eval" / f"paper-{stamp}",
+                                 args.ik_targets if args.ik_targets != defaults.ik_targets else 10_000, not args.no_progress,
+                                 unique=args.out is None)
+        except HikError as exc:
+            parser.exit(2, f"error: {exc}\n")
+        print(record["text"])
+        print(f"run folder   {record['run_folder']}")
         return 0
     try:
         robot = robot_from_args(args)
-        policies = list(args.policy) if args.policy else ([args.checkpoint, "multistart"] if args.checkpoint else list(defaults.policies))
+        shipped = any(n.startswith(f"{robot.name}/") for n in pretrained_names())
+        default = list(defaults.policies) if shipped else list(NETWORK_FREE_POLICIES)
+        policies = list(args.policy) if args.policy else ([args.checkpoint, "multistart"] if args.checkpoint else default)
         if args.checkpoint and args.policy:
             policies.append(args.checkpoint)
         config = EvalConfig(policies=tuple(policies), envs=tuple(args.env), trajectory=args.trajectory, speed=args.speed,
                             episodes=args.episodes, track_episodes=args.track_episodes, track_seconds=args.track_seconds,
-                            ik_targets=args.ik_targets, seed=args.seed, video=args.video, device=args.device)
-        out = args.out or Path("runs") / "eval" / f"{robot.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-        report = evaluate(robot, config, out, progress=not args.no_progress)
+                            ik_targets=args.ik_targets, seed=args.seed, video=args.video, device=args.device,
+                            seed_network=args.checkpoint)
+        report = evaluate(robot, config, args.out or Path("runs") / "eval" / f"{robot.name}-{stamp}", progress=not args.no_progress,
+                          unique=args.out is None)
     except HikError as exc:
         parser.exit(2, f"error: {exc}\n")
     print(summary_markdown(report))
-    print(f"run folder   {out}")
+    print(f"run folder   {report['run_folder']}")
     return 0
 
 

@@ -181,6 +181,18 @@ def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[
     return pos, quat / norm
 
 
+def _check_q_init(q_init: torch.Tensor, batch: int, dof: int) -> torch.Tensor:
+    """``q_init`` as float64 (B, n).
+
+    Raises:
+        HikError: wrong shape or NaN/inf.
+    """
+    q_init = torch.as_tensor(q_init, dtype=torch.float64)
+    if q_init.shape != (batch, dof) or not bool(torch.isfinite(q_init).all()):
+        raise HikError(f"q_init must be finite with shape ({batch}, {dof}), got {tuple(q_init.shape)}")
+    return q_init
+
+
 def rotation_residual(quat: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
     """Axis-angle vector (B, 3) [rad] of the rotation from ``quat`` to ``target_quat``, base frame."""
     conj = quat * quat.new_tensor([1.0, -1.0, -1.0, -1.0])
@@ -263,9 +275,7 @@ class LMRefiner:
         batch = pos.shape[0]
         if q_init is None:
             q_init = torch.tensor(self.chain.robot.home, dtype=torch.float64).expand(batch, -1)
-        q_init = torch.as_tensor(q_init, dtype=torch.float64)
-        if q_init.shape != (batch, self.chain.dof) or not bool(torch.isfinite(q_init).all()):
-            raise HikError(f"q_init must be finite with shape ({batch}, {self.chain.dof}), got {tuple(q_init.shape)}")
+        q_init = _check_q_init(q_init, batch, self.chain.dof)
         q, iterations, fk, jac = self.refine(pos, quat, q_init)
         return _result(self.chain, q, pos, quat, self.tolerance, iterations, fk, jac, start)
 
@@ -312,6 +322,10 @@ class LMRefiner:
 class MultistartIK:
     """Conventional-Multistart-N: LM from uniformly random seeds, round by round, up to N seeds.
 
+    Given ``q_init`` (the current joints while tracking), that is the first of the N seeds, so the
+    answer stays on the current solution branch wherever that branch reaches the target; open loop
+    (no ``q_init``) it is the hybrid-IK paper's baseline unchanged.
+
     Args:
         refiner: the LM refiner.
         starts: N, the largest number of seeds per target.
@@ -324,10 +338,15 @@ class MultistartIK:
         self.refiner, self.starts, self.seed = refiner, starts, seed
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
-        """Solve from random seeds (``q_init`` is ignored)."""
+        """Solve from ``q_init`` (B, n) when given, then from random seeds, up to N seeds per target.
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
-        result = _restarts(self.refiner, pos, quat, None, self.starts, restart_rng(self.seed))
+        first = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.refiner.chain.dof)
+        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed))
         result.wall_time = time.perf_counter() - start
         return result
 
@@ -400,9 +419,7 @@ class HybridIK:
         seed = self.refiner.chain.clamp(self.network.solve_all(pos, quat).double().cpu())  # (B, H, n), best first
         generator = restart_rng(self.seed)
         if q_init is not None:
-            q_init = torch.as_tensor(q_init, dtype=torch.float64)
-            if q_init.shape != (pos.shape[0], chain.dof) or not bool(torch.isfinite(q_init).all()):
-                raise HikError(f"q_init must be finite with shape ({pos.shape[0]}, {chain.dof}), got {tuple(q_init.shape)}")
+            q_init = _check_q_init(q_init, pos.shape[0], chain.dof)
             first = _restarts(self.refiner, pos, quat, q_init, 1, generator)
             todo = torch.nonzero(~first.success).flatten()
             if todo.numel():
@@ -462,6 +479,25 @@ class SingleTargetIK:
         self.lm = SingleTargetLM(chain.robot, chain.geometry, max_iterations=max_iterations, rotation_weight=rotation_weight)
         self.rng = restart_rng(seed)
         self._np = np
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """The batch interface: each target in turn through :meth:`solve_one` (each from its ``q_init`` row when given).
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        q_init = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.chain.dof)
+        results = [self.solve_one(pos[i], quat[i], None if q_init is None else q_init[i].numpy()) for i in range(pos.shape[0])]
+        fields = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
+        if not results:  # an empty batch: empty results
+            none = torch.zeros(0, dtype=torch.int64)
+            return _result(self.chain, torch.zeros(0, self.chain.dof, dtype=torch.float64), pos, quat, self.tolerance,
+                           none, none, none, start)
+        merged = IKResult(*(torch.cat([getattr(r, name) for r in results]) for name in fields))
+        merged.wall_time = time.perf_counter() - start
+        return merged
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
         """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).

@@ -61,6 +61,19 @@ def test_user_robot_end_to_end_train_then_evaluate(tmp_path) -> None:  # noqa: A
     report = json.loads((out / "report.json").read_text())
     assert set(report["policies"]) == {"arm", "multistart"}
     assert report["policies"]["multistart"]["reach"]["success_5mm_2deg"] == 1.0
+    # every policy a registered robot has where no shipped network is needed; hybrid seeded by --checkpoint
+    out = tmp_path / "all"
+    argv = [*robot_args, "--checkpoint", str(checkpoint), "--policy", "hybrid", "lm", "multistart", "--env", "reach", "--no-video",
+            "--out", str(out), *TINY]
+    assert evaluate_main(argv) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["policies"]) == {"arm", "hybrid", "lm", "multistart"}
+    for name in ("hybrid", "lm", "multistart"):
+        entry = report["policies"][name]
+        assert entry["ik"]["success_5mm_2deg"] > 0.9 and entry["reach"]["success_5mm_2deg"] == 1.0, name
+    with pytest.raises(SystemExit):  # no shipped seed network and no --checkpoint
+        evaluate_main([*robot_args, "--policy", "hybrid", "--out", str(tmp_path / "none"), *TINY])
+    assert not (tmp_path / "none").exists()
 
 
 def test_bad_evaluator_input() -> None:

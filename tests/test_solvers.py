@@ -253,7 +253,8 @@ def test_property_answers_are_finite_and_within_limits_for_any_target() -> None:
 def test_an_empty_batch_gives_empty_results_of_the_right_shape(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
     pos, quat = torch.zeros(0, 3), torch.zeros(0, 4)
     assert tiny_network.solve(pos, quat).shape == (0, 6)
-    for solver in (NeuralIK(tiny_network, irb120), HybridIK(tiny_network, LMRefiner(irb120)), MultistartIK(LMRefiner(irb120))):
+    for solver in (NeuralIK(tiny_network, irb120), HybridIK(tiny_network, LMRefiner(irb120)), MultistartIK(LMRefiner(irb120)),
+                   SingleTargetIK(irb120, tiny_network)):
         result = solver.solve(pos, quat)
         assert result.q.shape == (0, 6) and result.pos_err.shape == result.success.shape == (0,)
 
@@ -289,3 +290,16 @@ def test_a_network_is_checked_against_the_robot_of_its_chain(tmp_path) -> None: 
     NeuralIK(network, Chain(irb120))  # its own robot is fine
     with pytest.raises(SolverError, match="another URDF"):
         NeuralIK(network, other)
+
+
+def test_multistart_and_single_target_lm_start_from_q_init_and_stay_on_its_branch(irb120: Chain) -> None:
+    # while tracking, the current joints are q_init: an answer on another IK branch is a jump of the arm
+    chain = irb120
+    targets = make_eval_set(chain, 11, 40).batch
+    near = chain.clamp(targets.q + 0.02)
+    for solver in (MultistartIK(LMRefiner(chain), starts=10), SingleTargetIK(chain, restarts=9)):
+        result = solver.solve(targets.pos, targets.quat, q_init=near)
+        assert bool(result.success.all())
+        assert (result.q - targets.q).abs().max() < 0.1, type(solver).__name__
+    with pytest.raises(HikError, match="q_init"):
+        MultistartIK(LMRefiner(chain)).solve(targets.pos, targets.quat, q_init=near[:, :2])

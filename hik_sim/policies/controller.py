@@ -21,11 +21,14 @@ import torch
 
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
+from hik_sim.robots import RobotSpec
 from hik_sim.solvers import DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
 CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "harmoatt", "mlp", "multistart", "lm", "dm_control")
+NETWORK_KINDS: tuple[str, ...] = ("hybrid", "harmoatt", "mlp")
+"""The kinds that need a network shipped for the robot."""
 
 
 class IKController:
@@ -55,31 +58,40 @@ class IKController:
         self.failures = 0
 
     @classmethod
-    def pretrained(cls, robot: str, kind: str = "hybrid", **kwargs: Any) -> "IKController":
-        """A controller on a registered robot's shipped network.
+    def pretrained(cls, robot: str | RobotSpec, kind: str = "hybrid", **kwargs: Any) -> "IKController":
+        """A controller of one of :data:`CONTROLLER_KINDS` for a robot, on its shipped network where the kind needs one.
 
         Args:
-            robot: registered robot name.
+            robot: registered robot name, or any :class:`~hik_sim.robots.RobotSpec` (a URDF robot
+                too: ``lm``, ``multistart`` and ``dm_control`` need no network).
             kind: ``hybrid`` (network seed + LM, single-target path), ``harmoatt`` or ``mlp``
-                (network alone), ``multistart`` (LM from random seeds), ``lm`` (LM from the
-                current joints, then up to 9 random restarts; no network), ``dm_control``.
+                (network alone), ``multistart`` (LM from the current joints, then random seeds,
+                10 in all), ``lm`` (LM from the current joints, then up to 9 random restarts,
+                single-target path), ``dm_control``. The first three need a network shipped for
+                the robot; for a robot without one, build ``IKController(SingleTargetIK(chain,
+                network))`` on your own trained network.
             **kwargs: :class:`IKController` arguments; ``lead_time`` defaults to the scenes' servo
                 lag, 2/ω for the default 20 Hz servos (≈ 16 ms).
 
         Raises:
-            HikError: unknown kind or robot.
+            HikError: unknown kind or robot, or a kind that needs a network no one ships for the robot.
         """
-        from hik_sim.policies import hybrid_seed_name, load_pretrained
+        from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
         from hik_sim.robots import get_robot
         from hik_sim.scene import SceneOptions
 
         if kind not in CONTROLLER_KINDS:
             raise HikError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
-        chain = Chain(get_robot(robot))
+        spec = get_robot(robot) if isinstance(robot, str) else robot
+        chain = Chain(spec)
+        if kind in NETWORK_KINDS and not any(n.startswith(f"{spec.name}/") for n in pretrained_names()):
+            raise HikError(f"controller kind {kind!r} needs a network, and none is shipped for robot {spec.name!r}; kinds without "
+                           f"a network: {', '.join(k for k in CONTROLLER_KINDS if k not in NETWORK_KINDS)}; or build "
+                           "IKController(SingleTargetIK(chain, network)) on a network trained for it")
         if kind == "hybrid":
-            solver: Any = SingleTargetIK(chain, load_pretrained(robot, hybrid_seed_name(robot)))
+            solver: Any = SingleTargetIK(chain, load_pretrained(spec.name, hybrid_seed_name(spec.name)))
         elif kind in ("harmoatt", "mlp"):
-            solver = NeuralIK(load_pretrained(robot, kind), chain)
+            solver = NeuralIK(load_pretrained(spec.name, kind), chain)
         elif kind == "multistart":
             solver = MultistartIK(LMRefiner(chain), starts=10)
         elif kind == "lm":
