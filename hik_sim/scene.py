@@ -579,12 +579,15 @@ def check_scene(scene: Scene, samples: int = 1000, hold_seconds: float = 2.0, se
 
     Args:
         scene: the scene.
-        samples: random in-limit chain configurations to compare.
+        samples: random in-limit chain configurations to compare (at least 1).
         hold_seconds: how long to simulate at home [s].
         seed: seed of the configurations.
 
     Returns:
         The measurements.
+
+    Raises:
+        HikError: fewer than 1 sample, or a negative hold time.
     """
     import mujoco
     import torch
@@ -592,6 +595,8 @@ def check_scene(scene: Scene, samples: int = 1000, hold_seconds: float = 2.0, se
     from hik_sim.kinematics import Chain
     from hik_sim.rotations import rotation_error
 
+    if samples < 1 or not hold_seconds >= 0:
+        raise HikError(f"the scene check needs at least 1 sample and a hold time >= 0 s, got {samples} samples and {hold_seconds} s")
     chain = Chain(scene.robot)
     q = chain.sample(samples, torch.Generator().manual_seed(seed), torch.float64)
     expected = chain.fk(q)

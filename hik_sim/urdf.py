@@ -286,7 +286,12 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
             root, no links).
     """
     path = Path(path).expanduser()
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:  # ENAMETOOLONG and kin: a path the OS cannot even look up
+        raise UrdfError(f"URDF path {str(path)[:80]}… cannot be used ({exc.strerror}); each name in a path may be at most "
+                        f"{_name_max(Path.cwd())} bytes here") from None
+    if is_dir:
         raise UrdfError(f"{path} is a folder, not a URDF file (give the path to the .urdf file)")
     if not path.is_file():
         raise UrdfError(f"URDF file not found: {path} (give the path to an existing .urdf file)")

@@ -122,3 +122,40 @@ def test_a_controller_for_any_robot_spec() -> None:
     with pytest.raises(HikError, match="needs a network, and none is shipped for robot 'user_arm'; kinds without a network: "
                                        "multistart, lm, dm_control"):
         IKController.pretrained(robot, "hybrid")
+
+
+# Bad input that used to end in a raw traceback.
+
+
+def test_scene_check_with_no_samples_is_a_clear_error(capsys) -> None:  # noqa: ANN001
+    from hik_sim.scene import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--robot", "irb120", "--samples", "0"])
+    assert exited.value.code == 2
+    assert "needs at least 1 sample" in capsys.readouterr().err
+
+
+def test_an_env_too_wide_for_the_offscreen_buffer_fails_when_made() -> None:
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.errors import SceneError
+
+    with pytest.raises(SceneError, match=r"render size 5000x240 px is outside the scene's offscreen buffer: width must be 1\.\.1280"):
+        gym.make("hik_sim/Reach-irb120-v0", render_mode="rgb_array", width=5000, height=240)
+    with pytest.raises(SceneError, match=r"render size 320x0 px .* height 1\.\.960 px"):
+        gym.make("hik_sim/Track-irb120-v0", render_mode="rgb_array", width=320, height=0)
+    gym.make("hik_sim/Reach-irb120-v0", width=5000).close()  # nothing is rendered without a render mode
+
+
+def test_names_longer_than_the_os_allows_are_clear_errors(tmp_path: Path) -> None:
+    from hik_sim.errors import OutputError, UrdfError
+    from hik_sim.evaluate import claim_run_folder
+    from hik_sim.robots import robot_from_urdf
+
+    too_long = "u" * 300  # the mesh names inside a URDF: see test_malformed_urdf's mesh-name-too-long
+    with pytest.raises(UrdfError, match=r"cannot be used \(File name too long\); each name in a path may be at most \d+ bytes"):
+        robot_from_urdf(tmp_path / f"{too_long}.urdf", "base", "tool")
+    with pytest.raises(OutputError, match=r"cannot create run folder .*\(File name too long\)"):
+        claim_run_folder(tmp_path / too_long)

@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from hik_sim.errors import HikError
+from hik_sim.errors import HikError, SceneError
 from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
 from hik_sim.scene import Scene, build_scene, ensure_headless_gl
 from hik_sim.single_target import SingleTargetKinematics
@@ -75,6 +75,11 @@ class RobotGoalEnv(gym.Env):
         width: rendered width [px].
         height: rendered height [px].
         camera: ``workspace`` or ``overview``.
+
+    Raises:
+        HikError: a bad robot, render mode, camera or tolerance.
+        SceneError: with ``render_mode="rgb_array"``, a size outside the scene's offscreen buffer
+            (1280 × 960 px by default), found here rather than at the first render.
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
@@ -93,6 +98,10 @@ class RobotGoalEnv(gym.Env):
         if camera not in cameras:
             raise HikError(f"unknown camera {camera!r}; cameras are: {', '.join(cameras)}")
         self.model = self.scene.model
+        max_w, max_h = int(self.model.vis.global_.offwidth), int(self.model.vis.global_.offheight)
+        if render_mode == "rgb_array" and not (0 < width <= max_w and 0 < height <= max_h):
+            raise SceneError(f"render size {width}x{height} px is outside the scene's offscreen buffer: width must be 1..{max_w} "
+                             f"and height 1..{max_h} px (SceneOptions.offscreen_size sets the buffer)")
         self.data = mujoco.MjData(self.model)
         self.kinematics = SingleTargetKinematics(self.robot)
         self.frame_skip = frame_skip
