@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,12 @@ from typing import Any
 import torch
 
 from hik_sim.data import JointSelection, PoseNormalizer
-from hik_sim.errors import HikError
+from hik_sim.errors import CheckpointError
 from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
 from hik_sim.robots import RobotSpec
 
-__all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "FORMAT"]
+__all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "check_checkpoint_path", "FORMAT"]
 
 FORMAT = "hik_sim.ik_network/1"
 
@@ -100,42 +101,90 @@ class Card:
         """The card of a dict written by :meth:`to_json`.
 
         Raises:
-            HikError: fields are missing or unknown.
+            CheckpointError: fields are missing or unknown.
         """
         try:
             card = cls(**data)
         except TypeError as exc:
-            raise HikError(f"not a hik_sim checkpoint card: {exc}") from None
+            raise CheckpointError(f"not a hik_sim checkpoint card: {exc}") from None
         for name in ("joint_names", "lower", "upper", "pos_min", "pos_max"):  # JSON gives lists
             object.__setattr__(card, name, tuple(getattr(card, name)))
         return card
 
     def check_robot(self, robot: RobotSpec) -> None:
-        """Raise :class:`HikError` unless this checkpoint was trained for ``robot``'s URDF and chain."""
+        """Raise :class:`~hik_sim.errors.CheckpointError` unless this checkpoint was trained for ``robot``'s URDF and chain."""
         problems = []
         if tuple(self.joint_names) != robot.joint_names:
             problems.append(f"its chain is {list(self.joint_names)}, the robot's is {list(robot.joint_names)}")
         if self.urdf_sha256 != robot.urdf_sha256():
             problems.append(f"it was trained on a different URDF (sha256 {self.urdf_sha256[:12]}…, the robot's is {robot.urdf_sha256()[:12]}…)")
         if problems:
-            raise HikError(f"checkpoint for robot {self.robot!r} does not fit robot {robot.name!r}: " + "; ".join(problems))
+            raise CheckpointError(f"checkpoint for robot {self.robot!r} does not fit robot {robot.name!r}: " + "; ".join(problems))
+
+
+def check_checkpoint_path(path: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that a checkpoint can be written at ``path``; create its folder.
+
+    A checkpoint is a file (any name but ``*.json``: its card is written beside it with that
+    suffix, so ``model.json`` would be overwritten by its own card) in a folder that can be written.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        CheckpointError: ``path`` ends in ``.json``, is a folder, or its folder cannot be made or written.
+    """
+    path = Path(path)
+    if path.suffix == ".json":
+        raise CheckpointError(f"checkpoint path {path} ends in .json, the name of its card: the card would overwrite the "
+                              f"weights; give a .pt path such as {path.with_suffix('.pt')}")
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint path {path} is a folder; give a file path such as {path / 'model.pt'}")
+    if path.with_suffix(".json").is_dir():
+        raise CheckpointError(f"the card of checkpoint {path} would be written to {path.with_suffix('.json')}, which is a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".check")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise CheckpointError(f"cannot write checkpoint {path}: its folder {path.parent} cannot be made or written "
+                              f"({exc.strerror or exc})") from None
+    return path
+
+
+def _write_atomically(path: Path, write: Any) -> None:
+    """Call ``write(temporary_path)``, then rename the file onto ``path``: readers see the old file or the new one."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # unique: safe for concurrent writers
+    os.close(handle)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card, resume_state: dict[str, Any] | None = None) -> Path:
     """Write ``path`` (weights, card, optional resume state) and ``path`` with suffix ``.json`` (the card).
 
+    Each file is written under a unique temporary name and renamed into place, so an interrupted
+    or concurrent save never leaves a half-written checkpoint; the card inside the ``.pt`` file is
+    the authoritative one.
+
     Returns:
         The checkpoint path.
+
+    Raises:
+        CheckpointError: see :func:`check_checkpoint_path`.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = check_checkpoint_path(path)
     payload = {"format": FORMAT, "card": card.to_json(), "state_dict": network.state_dict()}
     if resume_state is not None:
         payload["resume"] = resume_state
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
-    path.with_suffix(".json").write_text(json.dumps(card.to_json(), indent=2) + "\n")
+    _write_atomically(path, lambda tmp: torch.save(payload, tmp))
+    text = json.dumps(card.to_json(), indent=2) + "\n"
+    _write_atomically(path.with_suffix(".json"), lambda tmp: tmp.write_text(text))
     return path
 
 
@@ -143,17 +192,17 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     """The raw payload of a checkpoint file, checked to be one.
 
     Raises:
-        HikError: the file is missing, unreadable, corrupt, or not a hik_sim checkpoint.
+        CheckpointError: the file is missing, unreadable, corrupt, or not a hik_sim checkpoint.
     """
     path = Path(path)
     if not path.is_file():
-        raise HikError(f"checkpoint not found: {path}")
+        raise CheckpointError(f"checkpoint not found: {path}")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many kinds for a corrupt file; all mean "not readable"
-        raise HikError(f"{path} is not a readable hik_sim checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise CheckpointError(f"{path} is not a readable hik_sim checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or "card" not in payload or "state_dict" not in payload:
-        raise HikError(f"{path} is not a hik_sim checkpoint (expected format {FORMAT!r})")
+        raise CheckpointError(f"{path} is not a hik_sim checkpoint (expected format {FORMAT!r})")
     return payload
 
 
@@ -161,7 +210,7 @@ def _registered_robot(card: Card, path: Path | str) -> RobotSpec:
     from hik_sim.robots import get_robot, robot_names
 
     if card.robot not in robot_names():
-        raise HikError(f"{path} holds a network with several hypotheses for robot {card.robot!r}, which is not registered; "
+        raise CheckpointError(f"{path} holds a network with several hypotheses for robot {card.robot!r}, which is not registered; "
                        "pass its RobotSpec (robot=...) so that its answers can be chosen by forward kinematics")
     robot = get_robot(card.robot)
     card.check_robot(robot)
@@ -181,7 +230,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
         The network (in eval mode) and its card.
 
     Raises:
-        HikError: the file is not a valid checkpoint, or was trained for another robot.
+        CheckpointError: the file is not a valid checkpoint, holds NaN weights, or was trained for another robot.
     """
     payload = read_checkpoint(path, map_location)
     card = Card.from_json(payload["card"])
@@ -196,5 +245,9 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     try:
         network.load_state_dict(payload["state_dict"])
     except RuntimeError as exc:
-        raise HikError(f"{path}: the weights do not fit the network its card describes ({str(exc)[:300]})") from None
+        raise CheckpointError(f"{path}: the weights do not fit the network its card describes ({str(exc)[:300]})") from None
+    broken = [name for name, value in payload["state_dict"].items() if value.is_floating_point() and not bool(value.isfinite().all())]
+    if broken:
+        raise CheckpointError(f"{path}: weights hold NaN or inf ({', '.join(broken[:3])}{', …' if len(broken) > 3 else ''}); "
+                              "the network would answer NaN: retrain it or resume from an earlier checkpoint")
     return network.to(map_location).eval(), card

@@ -6,7 +6,8 @@ and every message says what was wrong and what would have been valid.
 
 from __future__ import annotations
 
-__all__ = ["HikError", "UnknownRobotError", "UrdfError", "ChainError", "MeshError", "SolverError", "OutputError", "SceneError"]
+__all__ = ["HikError", "UnknownRobotError", "UrdfError", "ChainError", "MeshError", "CheckpointError", "TrainingError",
+           "SolverError", "OutputError", "SceneError"]
 
 
 class HikError(Exception):
@@ -30,6 +31,14 @@ class ChainError(HikError):
 
 class MeshError(HikError):
     """A mesh that a URDF names but that cannot be found or converted."""
+
+
+class CheckpointError(HikError):
+    """A checkpoint that cannot be read, written or used: a bad path, a corrupt file, another robot's network."""
+
+
+class TrainingError(HikError):
+    """A training run that cannot start or continue: a bad configuration or resume state."""
 
 
 class SolverError(HikError):

@@ -7,6 +7,13 @@ poses, and minimises the :class:`~hik_sim.losses.CompositeLoss` of the poses tho
 minutes). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
 set. The result is a checkpoint with its card (:mod:`hik_sim.checkpoint`), resumable.
 
+Nothing is lost to an interruption: the output path is checked before the first step, the run
+saves a resumable checkpoint every ``checkpoint_minutes``, and Ctrl-C (SIGINT) or SIGTERM ends it
+after the current step with a checkpoint and the command that resumes it (a second Ctrl-C quits at
+once). ``--resume`` continues to the requested ``--steps``/``--minutes``: an uninterrupted run and
+an interrupted one resumed with the same command end with the same weights (on the CPU, with a
+step budget).
+
 Multi-GPU: ``torchrun --nproc_per_node N -m hik_sim.train ...`` trains with DistributedDataParallel
 (each process draws its own batches; rank 0 validates and saves).
 
@@ -25,7 +32,11 @@ import contextlib
 import json
 import math
 import os
+import shlex
+import signal
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,9 +45,9 @@ from typing import Any, Iterator, NamedTuple
 import torch
 
 import hik_sim
-from hik_sim.checkpoint import Card, read_checkpoint, save_checkpoint
+from hik_sim.checkpoint import Card, check_checkpoint_path, read_checkpoint, save_checkpoint
 from hik_sim.data import EvalSet, FKStream, JointSelection, PoseNormalizer, make_eval_set
-from hik_sim.errors import HikError
+from hik_sim.errors import HikError, TrainingError
 from hik_sim.kinematics import Chain
 from hik_sim.losses import CompositeLoss, LossConfig, LossTerms
 from hik_sim.metrics import accuracy_metrics
@@ -83,6 +94,8 @@ class TrainConfig:
             ended near 14; the cause is not yet known). The shipped IRB120 pair was trained
             compiled before denormals were flushed (``_denormals_flushed``) and before β stopped
             causing recompiles, and slowed from 18 to 10 steps/s over its run.
+        checkpoint_minutes: when writing a checkpoint, also save one (resumable) every this many
+            minutes [min] of training, so that a killed run loses at most that much.
     """
 
     model: str = "harmoatt"
@@ -105,6 +118,7 @@ class TrainConfig:
     normalizer_samples: int = 100_000
     compile: bool = False
     init_from: str | None = None
+    checkpoint_minutes: float = 5.0
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
@@ -119,6 +133,8 @@ class TrainConfig:
             raise HikError("lr and grad_clip must be positive, final_lr_fraction in (0, 1], warmup_steps >= 0")
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
             raise HikError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if not self.checkpoint_minutes > 0:
+            raise HikError(f"checkpoint_minutes must be positive, got {self.checkpoint_minutes}")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (recorded in the checkpoint's card)."""
@@ -142,12 +158,45 @@ class TrainResult(NamedTuple):
         card: its card.
         path: the checkpoint written, or ``None``.
         history: one dict per validation (step, elapsed [s], loss, metrics).
+        steps_this_run: optimiser steps taken by this call (0 when a resumed run had nothing left to do).
+        stopped_by: the signal that ended the run early (``"SIGINT"``, ``"SIGTERM"``), or ``None``.
     """
 
     network: IKNetwork
     card: Card
     path: Path | None
     history: list[dict[str, float]]
+    steps_this_run: int = 0
+    stopped_by: str | None = None
+
+
+class _StopRequest:
+    """Turns SIGINT/SIGTERM into a request to stop after the current step, while a run lasts.
+
+    A second SIGINT raises :class:`KeyboardInterrupt` at once (a user who insists). Handlers can
+    only be installed from the main thread; elsewhere the run simply cannot be stopped this way.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:  # noqa: ARG002
+        if self.signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signal = signal.Signals(signum).name
+
+    def __enter__(self) -> "_StopRequest":
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 def _device(name: str, local_rank: int) -> torch.device:
@@ -269,6 +318,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    out = check_checkpoint_path(out) if out is not None and rank == 0 else None  # before any work, not after it
     device = _device(config.device, local_rank)
     started_group = world > 1 and not torch.distributed.is_initialized()
     if started_group:
@@ -293,16 +343,18 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         payload = read_checkpoint(resume, map_location=device)
         state = payload.get("resume")
         if state is None:
-            raise HikError(f"{resume} holds no training state to resume from (it was saved without it)")
+            raise TrainingError(f"{resume} holds no training state to resume from (it was saved without it, e.g. a shipped "
+                                "network); use --init-from to start a new run from its weights")
         Card.from_json(payload["card"]).check_robot(robot)
         if payload["card"]["model"] != config.model:
-            raise HikError(f"{resume} is a {payload['card']['model']!r} model, the config asks for {config.model!r}")
+            raise TrainingError(f"{resume} is a {payload['card']['model']!r} model, the config asks for {config.model!r}")
         network.load_state_dict(payload["state_dict"])
         init = dict(payload["card"].get("init", {}))
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
         generator.set_state(state["generator"].cpu() if device.type == "cpu" else state["generator"])
         step, elapsed_before, history = int(state["step"]), float(state["elapsed"]), list(state["history"])
+    first_step = step
     model = network
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
@@ -328,10 +380,32 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         return loss_fn(reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4), pos, quat,
                        out_net.fusion_weights)
 
-    step_loss = torch.compile(batch_loss) if config.compile else batch_loss
+    def card_now() -> Card:
+        seconds = elapsed()
+        return Card(
+            robot=robot.name, urdf_sha256=robot.urdf_sha256(), base_link=robot.base_link, ee_link=robot.ee_link,
+            joint_names=robot.joint_names, lower=robot.lower, upper=robot.upper, fixed_joints=dict(config.fixed_joints),
+            model=config.model, model_options=dict(config.model_options), parameters=parameter_count(network.model),
+            pos_min=tuple(normalizer.pos_min.tolist()), pos_max=tuple(normalizer.pos_max.tolist()),
+            config=config.to_json(), steps=step, training_seconds=round(seconds, 2),
+            device=str(device) + (f" x{world}" if world > 1 else ""), git_commit=_git_commit(),
+            metrics={k: v for k, v in metrics.items() if k not in ("step",)} | {"steps_per_second": step / max(seconds, 1e-9)},
+            eval_set={"seed": config.eval_seed, "size": config.eval_size, "sha256": eval_set.sha256},
+            versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__}, init=init,
+        )
 
-    with _denormals_flushed(device):
-        while step < config.steps and elapsed() < budget_s:
+    def save(card: Card) -> Path | None:
+        if out is None:
+            return None
+        resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generator.get_state(),
+                        "step": step, "elapsed": card.training_seconds, "history": history}
+        return save_checkpoint(out, network, card, resume_state)
+
+    step_loss = torch.compile(batch_loss) if config.compile else batch_loss
+    saved_at = time.perf_counter()
+
+    with _denormals_flushed(device), _StopRequest() as stop:
+        while step < config.steps and elapsed() < budget_s and stop.signal is None:
             batch = next(stream)
             lr = _learning_rate(config, step, max(step / config.steps, elapsed() / budget_s))
             for group in optimizer.param_groups:
@@ -343,7 +417,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             optimizer.step()
             step += 1
             bar.update(1)
-            last = step >= config.steps or elapsed() >= budget_s
+            last = step >= config.steps or elapsed() >= budget_s or stop.signal is not None
             if rank == 0 and (step % config.eval_every == 0 or last):
                 metrics = {"step": step, "elapsed_s": elapsed(), "loss": float(terms.total.detach()), "beta": float(terms.beta),
                            "entropy": float(terms.entropy.detach()), **evaluate_network(network, chain, eval_set)}
@@ -351,28 +425,16 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
                 history.append(metrics)
                 bar.set_postfix(pos=f"{metrics['pos_mean_mm']:.1f}mm", rot=f"{metrics['rot_mean_deg']:.1f}°",
                                 ok=f"{100 * metrics['success_5mm_2deg']:.1f}%", lr=f"{lr:.1e}")
-    bar.close()
-    network.eval()
-    seconds = elapsed()
-    card = Card(
-        robot=robot.name, urdf_sha256=robot.urdf_sha256(), base_link=robot.base_link, ee_link=robot.ee_link,
-        joint_names=robot.joint_names, lower=robot.lower, upper=robot.upper, fixed_joints=dict(config.fixed_joints),
-        model=config.model, model_options=dict(config.model_options), parameters=parameter_count(network.model),
-        pos_min=tuple(normalizer.pos_min.tolist()), pos_max=tuple(normalizer.pos_max.tolist()),
-        config=config.to_json(), steps=step, training_seconds=round(seconds, 2),
-        device=str(device) + (f" x{world}" if world > 1 else ""), git_commit=_git_commit(),
-        metrics={k: v for k, v in metrics.items() if k not in ("step",)} | {"steps_per_second": step / max(seconds, 1e-9)},
-        eval_set={"seed": config.eval_seed, "size": config.eval_size, "sha256": eval_set.sha256},
-        versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__}, init=init,
-    )
-    path = None
-    if out is not None and rank == 0:
-        resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generator.get_state(),
-                        "step": step, "elapsed": seconds, "history": history}
-        path = save_checkpoint(out, network, card, resume_state)
+            if not last and out is not None and time.perf_counter() - saved_at >= 60 * config.checkpoint_minutes:
+                save(card_now())
+                saved_at = time.perf_counter()
+        bar.close()
+        network.eval()
+        card = card_now()
+        path = save(card)  # still under the handlers: a signal now cannot cut the final save short
     if started_group:
         torch.distributed.destroy_process_group()
-    return TrainResult(network, card, path, history)
+    return TrainResult(network, card, path, history, steps_this_run=step - first_step, stopped_by=stop.signal)
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:
@@ -424,7 +486,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(same robot and network; hypotheses may grow)")
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the forward pass (faster on a CPU after ~30 s; see TrainConfig.compile)")
+    parser.add_argument("--checkpoint-minutes", type=float, default=defaults.checkpoint_minutes,
+                        help=f"save a resumable checkpoint every this many minutes (default {defaults.checkpoint_minutes:g})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         robot = robot_from_args(args)
@@ -435,7 +500,8 @@ def main(argv: list[str] | None = None) -> int:
                              seed=args.seed, device=args.device, fixed_joints=fixed,
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
                              eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile,
-                             init_from=str(args.init_from) if args.init_from is not None else None)
+                             init_from=str(args.init_from) if args.init_from is not None else None,
+                             checkpoint_minutes=args.checkpoint_minutes)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
     except ValueError as exc:  # float("x") in --fix-joint
@@ -445,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # rank 0 reports
     m, card = result.card.metrics, result.card
+    if args.resume is not None and result.steps_this_run == 0:
+        print(f"nothing left to do: {args.resume} has {card.steps} steps and {card.training_seconds / 60:.1f} min of training, "
+              f"and this run asks for {config.steps} steps" + (f" or {config.minutes:g} min" if config.minutes else "")
+              + "; raise --steps (or --minutes) to train further")
     print(f"trained {card.model} for {card.robot}: {card.steps} steps in {card.training_seconds:.1f} s "
           f"({m['steps_per_second']:.1f} steps/s) on {card.device}, {card.parameters:,} parameters")
     if card.init:
@@ -454,7 +524,24 @@ def main(argv: list[str] | None = None) -> int:
           f"success {100 * m['success_5mm_2deg']:.1f}% (5 mm, 2°), {100 * m['success_10mm_20deg']:.1f}% (10 mm, 20°)")
     if result.path:
         print(f"checkpoint   {result.path}\ncard         {result.path.with_suffix('.json')}")
+    if result.stopped_by is not None:
+        print(f"stopped by {result.stopped_by} at step {card.steps} of {config.steps}; resume with:\n"
+              f"  python -m hik_sim.train {shlex.join(_resume_arguments(argv, out))}", file=sys.stderr)
+        return 128 + int(signal.Signals[result.stopped_by])  # the shell's convention for a run ended by a signal
     return 0
+
+
+def _resume_arguments(argv: list[str], checkpoint: Path) -> list[str]:
+    """``argv`` with any ``--resume`` replaced by ``--resume checkpoint``: the command that continues a run."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            skip = True
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return kept + ["--resume", str(checkpoint)]
 
 
 if __name__ == "__main__":

@@ -213,3 +213,13 @@ def test_winner_takes_all_loss_trains_the_best_answer_and_a_little_the_rest() ->
     assert float(single.total) == pytest.approx(float(plain.total))
     with pytest.raises(HikError, match="hypothesis_mix"):
         LossConfig(hypothesis_mix=1.5)
+
+
+def test_a_size_torch_refuses_is_a_hik_error() -> None:
+    import torch
+
+    from hik_sim.errors import HikError
+    from hik_sim.models import build_model
+
+    with pytest.raises(HikError, match="bad options for model 'mlp'"):
+        build_model("mlp", -torch.ones(6), torch.ones(6), hidden=-1)

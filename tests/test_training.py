@@ -248,3 +248,105 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
         with pytest.raises(SystemExit):  # not one robot and one name, or not the network that name holds
             train_pretrained.main(wrong + ["--ship", str(tmp_path / "run.pt"), "--out", str(shipped)])
     assert json.loads((shipped / "index.json").read_text())["irb120/mlp"] == entry
+
+
+def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import signal
+
+    import hik_sim.train as train_module
+
+    robot = robot_by_id("irb120")
+    config = tiny_config("harmoatt", steps=30, eval_every=10)
+    whole = train(robot, config, progress=False)
+    schedule = train_module._learning_rate
+
+    def interrupted_at_step_13(config: TrainConfig, step: int, progress: float) -> float:
+        if step == 13:
+            signal.raise_signal(signal.SIGINT)  # as a user's Ctrl-C: the run ends after this step
+        return schedule(config, step, progress)
+
+    monkeypatch.setattr(train_module, "_learning_rate", interrupted_at_step_13)
+    path = tmp_path / "run.pt"
+    stopped = train(robot, config, out=path, progress=False)
+    assert stopped.stopped_by == "SIGINT" and stopped.card.steps == 14 and stopped.steps_this_run == 14
+    assert read_checkpoint(path)["resume"]["step"] == 14
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
+    monkeypatch.setattr(train_module, "_learning_rate", schedule)
+    resumed = train(robot, config, out=path, resume=path, progress=False)
+    assert resumed.stopped_by is None and resumed.card.steps == 30 and resumed.steps_this_run == 16
+    a, b = whole.network.state_dict(), resumed.network.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [h["step"] for h in resumed.history] == [10, 14, 20, 30]
+    again = train(robot, config, out=path, resume=path, progress=False)  # nothing left to do
+    assert again.steps_this_run == 0 and again.card.steps == 30
+
+
+def test_ctrl_c_saves_a_checkpoint_and_prints_the_command_that_resumes_it(tmp_path, capsys) -> None:  # noqa: ANN001
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run.pt"
+    argv = ["--robot", "irb120", "--model", "mlp", "--model-option", "hidden=16", "--steps", "1000000", "--batch", "32",
+            "--eval-size", "64", "--eval-every", "1000000", "--checkpoint-minutes", "0.01", "--device", "cpu",
+            "--no-progress", "--out", str(out)]
+    run = subprocess.Popen([sys.executable, "-m", "hik_sim.train", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.2)
+        assert out.exists(), "no periodic checkpoint was written while the run went on"
+        periodic = read_checkpoint(out)["resume"]["step"]
+        assert periodic > 0 and run.poll() is None
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr and "stopped by SIGINT" in stderr
+    command = stderr.strip().splitlines()[-1].split()
+    assert command[:3] == ["python", "-m", "hik_sim.train"] and command[-2:] == ["--resume", str(out)]
+    steps = read_checkpoint(out)["resume"]["step"]
+    assert steps >= periodic and f"{steps} steps" in stdout
+    # the printed command continues the run; with --steps already reached it says there is nothing to do
+    resume = command[3:]
+    resume[resume.index("--steps") + 1] = str(steps)
+    assert train_main(resume) == 0
+    assert "nothing left to do" in capsys.readouterr().out
+    resume[resume.index("--steps") + 1] = str(steps + 3)
+    assert train_main(resume) == 0
+    assert load_checkpoint(out)[1].steps == steps + 3
+
+
+def test_a_bad_output_path_is_refused_before_the_first_step(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import hik_sim.train as train_module
+    from hik_sim.errors import CheckpointError
+
+    def no_training(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("training started before the output path was checked")
+
+    monkeypatch.setattr(train_module, "Chain", no_training)
+    robot = robot_by_id("irb120")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    (tmp_path / "folder.pt").mkdir()
+    for bad, why in ((tmp_path / "model.json", "name of its card"), (tmp_path / "folder.pt", "is a folder"),
+                     (blocker / "model.pt", "cannot be made or written")):
+        with pytest.raises(CheckpointError, match=why):
+            train(robot, tiny_config("mlp"), out=bad, progress=False)
+    assert blocker.read_text() == "x"
+
+
+def test_a_checkpoint_with_nan_weights_is_refused(tmp_path) -> None:  # noqa: ANN001
+    from hik_sim.errors import CheckpointError
+
+    path = tmp_path / "net.pt"
+    train(robot_by_id("irb120"), tiny_config("mlp", steps=2), out=path, progress=False)
+    payload = read_checkpoint(path)
+    name = next(k for k in payload["state_dict"] if k.endswith("weight"))
+    payload["state_dict"][name][0, 0] = float("nan")
+    torch.save(payload, tmp_path / "nan.pt")
+    with pytest.raises(CheckpointError, match="NaN or inf"):
+        load_checkpoint(tmp_path / "nan.pt")

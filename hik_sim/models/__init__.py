@@ -37,8 +37,8 @@ def build_model(kind: str, lower: torch.Tensor, upper: torch.Tensor, **options: 
         raise HikError(f"unknown model {kind!r}; models are: {', '.join(MODEL_KINDS)}")
     try:
         return classes[kind](lower, upper, **options)
-    except TypeError as exc:
-        raise HikError(f"bad options for model {kind!r}: {exc}") from None
+    except (TypeError, ValueError, RuntimeError) as exc:  # unknown option; a size torch refuses (hidden=-1)
+        raise HikError(f"bad options for model {kind!r} {options}: {exc}") from None
 
 
 def parameter_count(model: nn.Module) -> int:
