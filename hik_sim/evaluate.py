@@ -289,10 +289,16 @@ def claim_run_folder(out: Path, unique: bool = False) -> tuple[Path, bool]:
     raise OutputError(f"run folders {names[0]} to {names[-1]} are all taken; give --out a new folder")
 
 
-def _discard_run(folder: Path, created: bool) -> None:
-    """Remove what a failed run wrote: its folder if it made it, else the folder's contents (empty when claimed)."""
+def _discard_run(folder: Path, created: bool, new_parents: list[Path]) -> None:
+    """Remove what a failed run wrote: its folder if it made it (and the parents it made, where
+    still empty), else the folder's contents (empty when claimed)."""
     if created:
         shutil.rmtree(folder, ignore_errors=True)
+        for parent in new_parents:  # deepest first; one another run has written into since stays
+            try:
+                parent.rmdir()
+            except OSError:
+                break
         return
     for entry in folder.iterdir():
         if entry.is_dir():
@@ -318,11 +324,12 @@ def evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool = T
         OutputError: ``out`` cannot be this run's folder.
         HikError: a bad policy or environment setting. A run that fails removes what it wrote.
     """
+    new_parents = [parent for parent in Path(out).parents if not parent.exists()]
     out, created = claim_run_folder(Path(out), unique)
     try:
         return _evaluate(robot, config, out, progress)
     except BaseException:
-        _discard_run(out, created)
+        _discard_run(out, created, new_parents)
         raise
 
 
@@ -521,11 +528,12 @@ def paper_suite(out: Path, targets: int = 10_000, progress: bool = True, unique:
     Raises:
         OutputError: ``out`` cannot be this run's folder. A run that fails removes what it wrote.
     """
+    new_parents = [parent for parent in Path(out).parents if not parent.exists()]
     out, created = claim_run_folder(Path(out), unique)
     try:
         return _paper_suite(out, targets, progress)
     except BaseException:
-        _discard_run(out, created)
+        _discard_run(out, created, new_parents)
         raise
 
 
