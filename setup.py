@@ -41,6 +41,8 @@ setup(
         "test": ["pytest>=8", "hypothesis>=6.100"],
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
+        # hik_sim.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback
+        "fast": ["numba>=0.59"],
     },
     entry_points={"console_scripts": []},
     classifiers=["Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"],

@@ -1,0 +1,357 @@
+"""Compiled kernels of :mod:`hik_sim.fast_network` (numba; imported only when numba is installed).
+
+One call runs a whole forward pass. The weights travel as one flat float32 array ``P`` (the torch
+model's own float32 values, unchanged: nothing is folded into them, so nothing is rounded again),
+the layout as an int64 array ``I`` of offsets and sizes, a few float64 constants as ``S``; every
+activation and every sum is float64. A float32 weight times a float64 activation is exact, so the
+result is the float64 forward pass of the shipped weights to about 1e-13, while the big matrices
+cost float32's memory traffic (at batch 1 a matrix-vector product streams its matrix once, and
+that traffic is most of the cost).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["mlp_forward", "harmoatt_forward", "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS"]
+
+_FAST = {"reassoc", "contract"}  # reorder sums (vectorise), fuse multiply-adds; no assumptions about NaN/inf
+_SQRT1_2 = 0.7071067811865476
+_SQRT_2_PI = 0.7978845608028654
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def _linear(P, w, b, n_out, n_in, x, out):  # noqa: ANN001, ANN202
+    """out[:n_out] = W x + b, W (n_out, n_in) row-major at P[w:], b at P[b:] (b < 0: no bias).
+
+    Four rows at a time, each a slice of P: indexing slices from 0 lets LLVM drop the negative-index
+    checks and vectorise (indexing P at ``w + i·n_in + j`` was 7× slower).
+    """
+    i = 0
+    while i + 4 <= n_out:
+        r0 = w + i * n_in
+        row0 = P[r0:r0 + n_in]
+        row1 = P[r0 + n_in:r0 + 2 * n_in]
+        row2 = P[r0 + 2 * n_in:r0 + 3 * n_in]
+        row3 = P[r0 + 3 * n_in:r0 + 4 * n_in]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for j in range(n_in):
+            xj = x[j]
+            a0 += np.float64(row0[j]) * xj
+            a1 += np.float64(row1[j]) * xj
+            a2 += np.float64(row2[j]) * xj
+            a3 += np.float64(row3[j]) * xj
+        if b >= 0:
+            a0 += P[b + i]
+            a1 += P[b + i + 1]
+            a2 += P[b + i + 2]
+            a3 += P[b + i + 3]
+        out[i] = a0
+        out[i + 1] = a1
+        out[i + 2] = a2
+        out[i + 3] = a3
+        i += 4
+    while i < n_out:
+        row0 = P[w + i * n_in:w + (i + 1) * n_in]
+        a0 = 0.0
+        for j in range(n_in):
+            a0 += np.float64(row0[j]) * x[j]
+        if b >= 0:
+            a0 += P[b + i]
+        out[i] = a0
+        i += 1
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def _erf(y):  # noqa: ANN001, ANN202
+    """erf(y) to 6e-15 (absolute, against mpmath), branch-free so that LLVM vectorises the loops calling it.
+
+    libm's erf costs ~10 ns a call, and a network has thousands of GELUs (31 µs of the shipped
+    HarmoAtt-IK's forward pass); this costs ~2 ns. Two Chebyshev fits (made with mpmath at 40
+    digits, in the power basis of the mapped variable): erf(y)/y as a degree-18 polynomial of
+    u = (y² − 3.125)/3.125 for |y| ≤ 2.5, and erfc(|y|) as a degree-24 polynomial of
+    w = (|y| − 4.25)/1.75 for 2.5 < |y| ≤ 6 (erfc(6) = 2e-17: beyond it erf is ±1 in float64). Both
+    are evaluated and one is selected.
+    """
+    a = abs(y)
+    u = (y * y - 3.125) * 0.32
+    p = 2.630833095233691e-10
+    p = p * u + -1.4031109841246354e-09
+    p = p * u + 7.008757644430971e-09
+    p = p * u + -3.945885844969831e-08
+    p = p * u + 2.0760635858383275e-07
+    p = p * u + -1.0146524178516733e-06
+    p = p * u + 4.645486135838215e-06
+    p = p * u + -1.9835724542286024e-05
+    p = p * u + 7.856404941794367e-05
+    p = p * u + -0.0002870695535999869
+    p = p * u + 0.0009617886553527909
+    p = p * u + -0.002934500176432066
+    p = p * u + 0.008093207926517187
+    p = p * u + -0.020022327213280833
+    p = p * u + 0.0441362932123459
+    p = p * u + -0.08646495074634146
+    p = p * u + 0.15217348832427052
+    p = p * u + -0.2545412350226619
+    p = p * u + 0.5586599906120294
+    small = y * p
+    w = (min(a, 6.0) - 4.25) * (1.0 / 1.75)
+    p = -1.4595334696329442e-08
+    p = p * w + 4.601708291221715e-08
+    p = p * w + 2.5904643737185345e-08
+    p = p * w + -2.981426971178666e-07
+    p = p * w + 4.5720707015199314e-07
+    p = p * w + 3.385176719883032e-08
+    p = p * w + -1.3721625801590484e-06
+    p = p * w + 3.237913829162755e-06
+    p = p * w + -4.329209887958345e-06
+    p = p * w + 1.7891382422114912e-06
+    p = p * w + 7.612122793878929e-06
+    p = p * w + -2.4721643670916378e-05
+    p = p * w + 4.61345723334975e-05
+    p = p * w + -6.494927104680248e-05
+    p = p * w + 7.409691394331666e-05
+    p = p * w + -7.03495406456695e-05
+    p = p * w + 5.610647073260306e-05
+    p = p * w + -3.7584537784027445e-05
+    p = p * w + 2.0994124352507616e-05
+    p = p * w + -9.638516531436023e-06
+    p = p * w + 3.552685918727425e-06
+    p = p * w + -1.0130252806080228e-06
+    p = p * w + 2.1012416250554663e-07
+    p = p * w + -2.8251987200827078e-08
+    p = p * w + 1.8505741372214527e-09
+    big = 1.0 - p
+    if y < 0:
+        big = -big
+    return small if a <= 2.5 else big
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def _gelu(v, n, tanh_form):  # noqa: ANN001, ANN202
+    """GELU in place on v[:n]: exact (erf), or torch's tanh form."""
+    if tanh_form:
+        for i in range(n):
+            t = v[i]
+            v[i] = 0.5 * t * (1.0 + math.tanh(_SQRT_2_PI * (t + 0.044715 * t * t * t)))
+    else:
+        for i in range(n):
+            t = v[i]
+            v[i] = 0.5 * t * (1.0 + _erf(t * _SQRT1_2))
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def _layer_norm(P, w, b, eps, x, n, out):  # noqa: ANN001, ANN202
+    """out[:n] = (x − mean) / √(var + eps) · weight + bias over all of x[:n] (w < 0: no affine)."""
+    mean = 0.0
+    for i in range(n):
+        mean += x[i]
+    mean /= n
+    var = 0.0
+    for i in range(n):
+        d = x[i] - mean
+        var += d * d
+    scale = 1.0 / math.sqrt(var / n + eps)
+    if w >= 0:
+        for i in range(n):
+            out[i] = (x[i] - mean) * scale * P[w + i] + P[b + i]
+    else:
+        for i in range(n):
+            out[i] = (x[i] - mean) * scale
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def _sigmoid(t):  # noqa: ANN001, ANN202
+    return 1.0 / (1.0 + math.exp(-t))
+
+
+# MLP layout: I = [tanh_gelu, layers, in_features, outputs, joints, head_w, head_b, center, half, max_width,
+#                  then per layer (w, b, n_out, n_in)]
+MLP_SLOTS = 10
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def mlp_forward(P, I, x, out, work):  # noqa: ANN001, ANN201, E741
+    """The MLP on one normalised input x (7,) → out (H·m,); ``work`` (2, max width) scratch."""
+    tanh_form = I[0] != 0
+    layers = I[1]
+    a = work[0]
+    b = work[1]
+    n_in = I[2]
+    for i in range(n_in):
+        a[i] = x[i]
+    for k in range(layers):
+        s = MLP_SLOTS + 4 * k
+        _linear(P, I[s], I[s + 1], I[s + 2], I[s + 3], a, b)
+        _gelu(b, I[s + 2], tanh_form)
+        n_in = I[s + 2]
+        a, b = b, a
+    joints = I[4]
+    outputs = I[3]
+    _linear(P, I[5], I[6], outputs, n_in, a, out)
+    m = 0
+    for i in range(outputs):
+        out[i] = P[I[7] + m] + P[I[8] + m] * math.tanh(out[i])
+        m += 1
+        if m == joints:
+            m = 0
+
+
+# HarmoAtt-IK layout, the head part of I:
+#  0 tanh_gelu, 1 blocks, 2 C, 3 L, 4 L_pos (positions from the position), 5 hidden_pos, 6 hidden_ori,
+#  7 trunk (0 map, 1 dense), 8 head_hidden (map) / 0, 9 outputs (H·m), 10 joints m,
+#  11 pos0_w, 12 pos0_b, 13 pos2_w, 14 pos2_b, 15 ori0_w, 16 ori0_b, 17 ori2_w, 18 ori2_b, 19 position_code,
+#  20 trunk0_w (map: Linear; dense: LayerNorm weight), 21 trunk0_b, 22 trunk2_w (map), 23 trunk2_b (map),
+#  24 head_w, 25 head_b, 26 center, 27 half, 28 reduction r, 29 feed_forward hidden F (dense) / 2C (map)
+# then per block BLOCK_SLOTS:
+#  0 attention, 1 norm_w, 2 norm_b, 3 cg0_w, 4 cg0_b, 5 cg2_w, 6 cg2_b, 7 sp_w, 8 sp_b, 9 cc_w (C×C), 10 cp_w (L×L),
+#  11 cross_cell (3, L, C), 12 wn0_w, 13 wn0_b, 14 wn2_w, 15 wn2_b, 16 ff_norm_w, 17 ff_norm_b, 18 ff1_w, 19 ff1_b,
+#  20 ff2_w, 21 ff2_b
+# S (float64): 0 trunk-head LayerNorm eps (dense), then per block 3: norm eps, ff norm eps, tau_min, tau_max → 4 per block
+HARMOATT_SLOTS = 30
+BLOCK_SLOTS = 22
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def harmoatt_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E741, C901, PLR0915
+    """HarmoAtt-IK on one normalised input x (7,) → out (H·m,); ``work`` (8, max width) scratch."""
+    tanh_form = I[0] != 0
+    C = I[2]
+    L = I[3]
+    Lp = I[4]
+    LC = L * C
+    feat = work[0]
+    normed = work[1]
+    t1 = work[2]
+    t2 = work[3]
+    t3 = work[4]
+    t4 = work[5]
+    gate = work[6]
+    t5 = work[7]
+    # embeddings
+    _linear(P, I[11], I[12], I[5], 3, x[0:3], t1)
+    _gelu(t1, I[5], tanh_form)
+    _linear(P, I[13], I[14], Lp * C, I[5], t1, feat)
+    _linear(P, I[15], I[16], I[6], 4, x[3:7], t1)
+    _gelu(t1, I[6], tanh_form)
+    _linear(P, I[17], I[18], LC - Lp * C, I[6], t1, feat[Lp * C:])
+    for i in range(LC):
+        feat[i] += P[I[19] + i]
+    r = I[28]
+    F = I[29]
+    for k in range(I[1]):
+        s = HARMOATT_SLOTS + BLOCK_SLOTS * k
+        eps = S[1 + 4 * k]
+        _layer_norm(P, I[s + 1], I[s + 2], eps, feat, LC, normed)
+        if I[s] != 0:  # attention
+            # pooled: t1[:C] mean over L, t1[C:2C] max over L; t2[:L] mean over C, t2[L:2L] max over C
+            for c in range(C):
+                t1[c] = 0.0
+                t1[C + c] = -np.inf
+            for pos in range(L):
+                mean_c = 0.0
+                max_c = -np.inf
+                for c in range(C):
+                    v = normed[pos * C + c]
+                    t1[c] += v
+                    if v > t1[C + c]:
+                        t1[C + c] = v
+                    mean_c += v
+                    if v > max_c:
+                        max_c = v
+                t2[pos] = mean_c / C
+                t2[L + pos] = max_c
+            for c in range(C):
+                t1[c] /= L
+            # fusion weights and temperature
+            _linear(P, I[s + 12], I[s + 13], C, 2 * C, t1, t3)
+            _gelu(t3, C, tanh_form)
+            _linear(P, I[s + 14], I[s + 15], 4, C, t3, t4)
+            tau_min = S[3 + 4 * k]
+            tau_max = S[4 + 4 * k]
+            tau = tau_min + (tau_max - tau_min) * _sigmoid(t4[3])
+            l0 = t4[0] / tau
+            l1 = t4[1] / tau
+            l2 = t4[2] / tau
+            top = max(l0, max(l1, l2))
+            e0 = math.exp(l0 - top)
+            e1 = math.exp(l1 - top)
+            e2 = math.exp(l2 - top)
+            total = e0 + e1 + e2
+            w0 = e0 / total
+            w1 = e1 / total
+            w2 = e2 / total
+            # channel gate (C) in t3[C:2C]... from the mean over L
+            _linear(P, I[s + 3], I[s + 4], r, C, t1, t4)
+            _gelu(t4, r, tanh_form)
+            _linear(P, I[s + 5], I[s + 6], C, r, t4, t3)
+            for c in range(C):
+                t3[c] = _sigmoid(t3[c])
+            # spatial gate (L) from the channel-pooled mean and max
+            _linear(P, I[s + 7], I[s + 8], L, 2 * L, t2, t4)
+            for pos in range(L):
+                t4[pos] = _sigmoid(t4[pos])
+            # cross context: Wp @ (normed @ Wc^T), (L, C)
+            cc = I[s + 9]
+            for pos in range(L):
+                _linear(P, cc, -1, C, C, normed[pos * C:(pos + 1) * C], t5[pos * C:(pos + 1) * C])
+            cp = I[s + 10]
+            for i in range(LC):
+                gate[i] = 0.0
+            for pos in range(L):
+                for m in range(L):
+                    wpm = np.float64(P[cp + pos * L + m])
+                    for c in range(C):
+                        gate[pos * C + c] += wpm * t5[m * C + c]
+            cell = I[s + 11]
+            for pos in range(L):
+                for c in range(C):
+                    i = pos * C + c
+                    v = normed[i]
+                    cross = _sigmoid(P[cell + i] * v + P[cell + LC + i] * gate[i] + P[cell + 2 * LC + i])
+                    feat[i] += w0 * v * t3[c] + w1 * v * t4[pos] + w2 * v * cross
+        else:
+            for i in range(LC):
+                feat[i] += normed[i]
+        # feed-forward layer with its residual
+        _layer_norm(P, I[s + 16], I[s + 17], S[2 + 4 * k], feat, LC, normed)
+        if I[7] == 1:  # dense: L·C → F → L·C
+            _linear(P, I[s + 18], I[s + 19], F, LC, normed, t1)
+            _gelu(t1, F, tanh_form)
+            _linear(P, I[s + 20], I[s + 21], LC, F, t1, t2)
+            for i in range(LC):
+                feat[i] += t2[i]
+        else:  # map: C → 2C → C at every position
+            for pos in range(L):
+                _linear(P, I[s + 18], I[s + 19], F, C, normed[pos * C:(pos + 1) * C], t1)
+                _gelu(t1, F, tanh_form)
+                _linear(P, I[s + 20], I[s + 21], C, F, t1, t2)
+                for c in range(C):
+                    feat[pos * C + c] += t2[c]
+    outputs = I[9]
+    joints = I[10]
+    if I[7] == 1:  # LayerNorm, GELU, head
+        _layer_norm(P, I[20], I[21], S[0], feat, LC, t1)
+        _gelu(t1, LC, tanh_form)
+        features = t1
+        width = LC
+    else:  # Linear, GELU, Linear, GELU, head
+        width = I[8]
+        _linear(P, I[20], I[21], width, LC, feat, t1)
+        _gelu(t1, width, tanh_form)
+        _linear(P, I[22], I[23], width, width, t1, t2)
+        _gelu(t2, width, tanh_form)
+        features = t2
+    _linear(P, I[24], I[25], outputs, width, features, out)
+    m = 0
+    for i in range(outputs):
+        out[i] = P[I[26] + m] + P[I[27] + m] * math.tanh(out[i])
+        m += 1
+        if m == joints:
+            m = 0

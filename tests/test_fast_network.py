@@ -1,0 +1,207 @@
+"""FastIKNetwork computes the same function as the torch network, for every shipped network and every model option.
+
+The reference is the torch network in float64 (``copy.deepcopy(network).double()``): the float32
+network is not reproducible to 1e-5 by any other program, not even by itself at another batch size
+(see :mod:`hik_sim.fast_network`); its float64 forward pass of the same weights is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from hik_sim import fast_network
+from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.fast_network import FastIKNetwork, numba_available
+from hik_sim.kinematics import Chain
+from hik_sim.network import IKNetwork
+from hik_sim.policies import PRETRAINED_DIR, load_pretrained
+from hik_sim.robots import get_robot
+from hik_sim.single_target import SingleTargetKinematics
+
+TOLERANCE = 1e-5  # [rad or m], joint values
+TARGETS = 200
+SHIPPED = sorted(json.loads((PRETRAINED_DIR / "index.json").read_text(encoding="utf-8")))
+BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
+
+
+def _reference(network: IKNetwork, pos: torch.Tensor, quat: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 torch network's unranked candidates (B, H, n) and ranked answers (B, H, n)."""
+    reference = copy.deepcopy(network).double().eval()
+    with torch.no_grad():
+        out = reference(pos, quat, choose=False)
+    candidates = out.candidates if out.candidates is not None else out.q[:, None]
+    return candidates.numpy(), reference.solve_all(pos, quat).numpy()
+
+
+def _check_agreement(network: IKNetwork, chain: Chain, selection: JointSelection, backend: str, seed: int = 3) -> None:
+    targets = make_eval_set(chain, seed, TARGETS, selection).batch
+    candidates, ranked = _reference(network, targets.pos, targets.quat)
+    fast = FastIKNetwork.from_network(network, backend=backend)
+    assert fast.backend == backend and fast.hypotheses == network.hypotheses
+    pos, quat = targets.pos.numpy(), targets.quat.numpy()
+    mine = np.stack([fast.candidates(p, q) for p, q in zip(pos, quat)])
+    mine_ranked = np.stack([fast.solve_all(p, q) for p, q in zip(pos, quat)])
+    best = np.stack([fast.solve(p, q) for p, q in zip(pos, quat)])
+    assert mine.shape == candidates.shape == (TARGETS, network.hypotheses, chain.dof)
+    assert mine.dtype == np.float64
+    assert np.abs(mine - candidates).max() < TOLERANCE
+    assert np.abs(mine_ranked - ranked).max() < TOLERANCE
+    assert np.abs(best - ranked[:, 0]).max() < TOLERANCE
+    lower, upper = np.asarray(chain.robot.lower), np.asarray(chain.robot.upper)
+    assert ((mine >= lower) & (mine <= upper)).all()
+    for name, value in selection.fixed.items():
+        assert (mine[..., chain.joint_names.index(name)] == value).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_network_agrees_with_torch(name: str, backend: str) -> None:
+    robot, model = name.split("/")
+    network = load_pretrained(robot, model)
+    chain = network.chain or Chain(get_robot(robot))
+    _check_agreement(network, chain, network.selection, backend)
+
+
+@pytest.fixture(scope="module")
+def irb120() -> Chain:
+    return Chain(get_robot("irb120"))
+
+
+TINY = {
+    "dense": ("harmoatt", {"channels": 4, "positions": 6, "blocks": 2, "embed_hidden": 8, "feed_forward": 12}),
+    "map": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 5, "blocks": 2, "embed_hidden": 8, "head_hidden": 10}),
+    "no_attention": ("harmoatt", {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 8, "attention": False}),
+    "map_no_attention": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8,
+                                      "attention": False}),
+    "dense_3answers": ("harmoatt", {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8, "hypotheses": 3}),
+    "map_3answers": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 8,
+                                  "head_hidden": 12, "hypotheses": 3}),
+    "mlp": ("mlp", {"hidden": 24, "layers": 3}),
+    "mlp_3answers": ("mlp", {"hidden": 16, "layers": 2, "hypotheses": 3}),
+}
+
+
+def _tiny(chain: Chain, kind: str, options: dict, fixed: dict | None = None, seed: int = 0) -> IKNetwork:
+    """A freshly built network whose every parameter (biases, norms, gates) is perturbed away from its initial value."""
+    selection = JointSelection.for_chain(chain, fixed or {})
+    normalizer = PoseNormalizer.measure(chain, selection, samples=2000)
+    lower, upper = chain.limits(torch.float32)
+    network = IKNetwork(kind, lower, upper, normalizer, selection, options, chain=chain)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+    return network.eval()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("variant", sorted(TINY))
+def test_freshly_built_networks_agree_with_torch(irb120: Chain, variant: str, backend: str) -> None:
+    kind, options = TINY[variant]
+    network = _tiny(irb120, kind, options)
+    _check_agreement(network, irb120, network.selection, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("variant", ["dense_3answers", "map", "mlp_3answers"])
+def test_fixed_joints_are_filled_in(irb120: Chain, variant: str, backend: str) -> None:
+    kind, options = TINY[variant]
+    network = _tiny(irb120, kind, options, fixed={"joint_6": 0.3, "joint_4": -0.2})
+    _check_agreement(network, irb120, network.selection, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_quaternion_sign_and_scale_match_the_network(irb120: Chain, backend: str) -> None:
+    network = _tiny(irb120, *TINY["dense"])
+    fast = FastIKNetwork.from_network(network, backend=backend)
+    targets = make_eval_set(irb120, 5, 4).batch
+    for pos, quat in zip(targets.pos, targets.quat):
+        base = fast.solve(pos.numpy(), quat.numpy())
+        assert np.array_equal(base, fast.solve(pos.numpy(), (-quat).numpy()))  # q and −q: one target
+        scaled = 2.5 * quat  # not normalised, as IKNetwork does not
+        _, ranked = _reference(network, pos[None], scaled[None])
+        assert np.abs(fast.solve(pos.numpy(), scaled.numpy()) - ranked[0, 0]).max() < TOLERANCE
+        assert np.abs(fast.solve(pos.tolist(), quat.tolist()) - base).max() == 0  # lists are poses too
+
+
+def test_forward_is_the_bare_model_on_a_normalised_input(irb120: Chain) -> None:
+    network = _tiny(irb120, *TINY["map_3answers"])
+    fast = FastIKNetwork.from_network(network, backend="numpy")
+    targets = make_eval_set(irb120, 2, 3).batch
+    x = network.normalizer(targets.pos, targets.quat).double()
+    with torch.no_grad():
+        reference = copy.deepcopy(network.model).double()(x).candidates.numpy()
+    for i in range(3):
+        assert np.abs(fast.forward(x[i].numpy()) - reference[i]).max() < TOLERANCE
+
+
+def test_scores_rank_like_the_network(irb120: Chain) -> None:
+    network = _tiny(irb120, *TINY["mlp_3answers"])
+    fast = FastIKNetwork.from_network(network, backend="numpy", kinematics=SingleTargetKinematics(irb120.robot))
+    targets = make_eval_set(irb120, 9, 50).batch
+    reference = copy.deepcopy(network).double()
+    for pos, quat in zip(targets.pos, targets.quat):
+        answers = fast.candidates(pos.numpy(), quat.numpy())
+        order = reference.rank(torch.from_numpy(answers)[None], pos[None], quat[None])[0].numpy()
+        assert np.array_equal(np.argsort(fast.scores(answers, pos.numpy(), quat.numpy()), kind="stable"), order)
+
+
+BAD_POSES = {
+    "position (1, 3)": (np.zeros((1, 3)), np.array([1.0, 0, 0, 0])),
+    "position (2,)": (np.zeros(2), np.array([1.0, 0, 0, 0])),
+    "quaternion (3,)": (np.zeros(3), np.array([1.0, 0, 0])),
+    "quaternion (1, 4)": (np.zeros(3), np.array([[1.0, 0, 0, 0]])),
+    "NaN position": (np.array([0.3, np.nan, 0.2]), np.array([1.0, 0, 0, 0])),
+    "inf position": (np.array([0.3, np.inf, 0.2]), np.array([1.0, 0, 0, 0])),
+    "NaN quaternion": (np.array([0.3, 0.1, 0.2]), np.array([np.nan, 0, 0, 0])),
+    "inf quaternion": (np.array([0.3, 0.1, 0.2]), np.array([1.0, -np.inf, 0, 0])),
+    "zero quaternion": (np.array([0.3, 0.1, 0.2]), np.zeros(4)),
+    "tiny quaternion": (np.array([0.3, 0.1, 0.2]), np.array([1e-12, 0, 0, 0])),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(BAD_POSES))
+def test_bad_poses_are_hik_errors(irb120: Chain, case: str, backend: str) -> None:
+    network = _tiny(irb120, *TINY["dense_3answers"])
+    fast = FastIKNetwork.from_network(network, backend=backend)
+    pos, quat = BAD_POSES[case]
+    for method in (fast.solve, fast.solve_all, fast.candidates):
+        with pytest.raises(HikError):
+            method(pos, quat)
+
+
+def test_bad_normalised_inputs_and_options_are_hik_errors(irb120: Chain, monkeypatch: pytest.MonkeyPatch) -> None:
+    network = _tiny(irb120, *TINY["mlp_3answers"])
+    fast = FastIKNetwork.from_network(network, backend="numpy")
+    for bad in (np.zeros(6), np.zeros((1, 7)), np.array([0, 0, 0, 1.0, 0, 0, np.nan])):
+        with pytest.raises(HikError, match="normalised input"):
+            fast.forward(bad)
+    with pytest.raises(HikError, match="backends are: auto, numba, numpy"):
+        FastIKNetwork.from_network(network, backend="onnx")  # type: ignore[arg-type]
+    chainless = copy.deepcopy(network)
+    chainless.chain = None
+    with pytest.raises(HikError, match="hypotheses"):
+        FastIKNetwork.from_network(chainless, backend="numpy")
+    with pytest.raises(HikError, match="joints"):
+        FastIKNetwork.from_network(network, kinematics=SingleTargetKinematics(get_robot("panda")), backend="numpy")
+    monkeypatch.setattr(fast_network, "numba_available", lambda: False)
+    assert FastIKNetwork.from_network(network).backend == "numpy"  # auto falls back
+    with pytest.raises(HikError, match=r"hik_sim\[fast\]"):
+        FastIKNetwork.from_network(network, backend="numba")
+
+
+def test_a_single_answer_network_runs_no_kinematics(irb120: Chain) -> None:
+    network = _tiny(irb120, *TINY["mlp"])
+    network.chain = None  # nothing to rank with, and nothing needed
+    fast = FastIKNetwork.from_network(network, backend="numpy")
+    assert fast.kinematics is None and fast.hypotheses == 1
+    answer = fast.solve(np.array([0.3, 0.1, 0.4]), np.array([0.0, 1.0, 0.0, 0.0]))
+    assert answer.shape == (6,) and np.isfinite(answer).all()
+    assert fast.solve_all(np.array([0.3, 0.1, 0.4]), np.array([0.0, 1.0, 0.0, 0.0])).shape == (1, 6)
