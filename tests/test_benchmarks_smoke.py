@@ -131,3 +131,30 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
         assert row["rot_mean_deg"] == pytest.approx(metrics["rot_mean_deg"], rel=1e-9)
         assert 0.1 <= row["worst10_share_of_pos_mean"] <= 1  # the worst tenth makes at least a tenth
     assert "chosen_counts" not in rows[0] and sum(rows[1]["chosen_counts"]) == 400
+
+
+def test_inference_bench_quick_run_times_every_path_and_checks_agreement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hik_sim.fast_network import numba_available
+
+    inference = _load_script("inference_bench")
+    networks = ["irb120/mlp", "irb120/harmoatt_4answers"]
+    assert inference.main(["--quick", "--networks", *networks, "--no-progress", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "inference_bench.json").read_text())
+    assert [row["network"] for row in record["rows"]] == networks
+    fast_paths = ["numba", "numpy"] if numba_available() else ["numpy"]
+    for row in record["rows"]:
+        for path in ["torch", *fast_paths]:
+            timing = row["timings"][path]
+            assert 0 < timing["min_s"] <= timing["median_s"] <= timing["p95_s"] and timing["calls"] == inference.QUICK.calls
+        for path in fast_paths:
+            assert row["gaps"][path] < inference.TOLERANCE and row["agrees"][path] is True
+        assert row["gaps"]["torch f32"] >= 0 and row["speedup"]["numpy"] > 0
+    assert record["rows"][1]["hypotheses"] == 4 and record["machine"]["torch_threads"] == 1
+    assert "| irb120/harmoatt_4answers | " in capsys.readouterr().out
+
+
+def test_inference_bench_rejects_a_network_that_is_not_shipped(tmp_path: Path) -> None:
+    inference = _load_script("inference_bench")
+    with pytest.raises(SystemExit) as excinfo:
+        inference.main(["--quick", "--networks", "irb120/nope", "--out", str(tmp_path)])
+    assert excinfo.value.code == 2

@@ -1,0 +1,367 @@
+"""Batch-1 latency of the shipped IK networks: torch against hik_sim's fast forward pass, side by side.
+
+What is measured, for every shipped network (``hik_sim/policies/pretrained/index.json``), one
+target pose per call, on one thread (``torch.set_num_threads(1)``; numba and NumPy run on the
+calling thread):
+
+1. ``torch``: :meth:`IKNetwork.solve <hik_sim.network.IKNetwork.solve>` on (1, 3), (1, 4)
+   float32 tensors, the network as shipped. With several answers it includes the choice among
+   them (pytorch-kinematics FK of every answer).
+2. ``numba`` / ``numpy``: :meth:`FastIKNetwork.solve <hik_sim.fast_network.FastIKNetwork.solve>`
+   on (3,), (4,) arrays: input checks, normalisation, the forward pass, clamping into the limits,
+   and with several answers the choice among them (one MuJoCo C FK per answer, counted here).
+3. ``numba forward``: :meth:`FastIKNetwork.forward` alone on a normalised (7,) input: the network
+   without the checks and without the choice.
+4. ``onnxruntime f32`` (only when onnxruntime is installed): the bare model exported to ONNX
+   (opset 17) and run by an onnxruntime CPU session with one intra-op and one inter-op thread on a
+   normalised (1, 7) float32 input: the network alone, like row 3.
+
+How it is timed: a few untimed warm-up calls each, then ``--calls`` timed calls per path, taking
+turns in blocks of 50 (each block starts with one untimed call), the garbage collector paused; the
+targets cycle over a pool of reachable poses (``make_eval_set``). Median and p95 per call.
+
+Agreement: every path's answers on the pool against the torch network in float64
+(``copy.deepcopy(network).double()``), the largest joint gap [rad or m]. The float32 network
+itself is listed (``torch f32``): it differs from its own float64 forward pass by up to 1e-4 rad,
+which is why the fast paths compute in float64 (see :mod:`hik_sim.fast_network`). A fast path
+passes at 1e-5.
+
+Output: a Markdown table on stdout and ``<out>/inference_bench.json``.
+
+Usage::
+
+    python benchmarks/inference_bench.py
+    python benchmarks/inference_bench.py --networks irb120/harmoatt irb120/mlp --calls 5000
+    python benchmarks/inference_bench.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+try:  # run as a script from a checkout without installing the package
+    import hik_sim  # noqa: F401
+except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hik_sim.data import make_eval_set
+from hik_sim.fast_network import FastIKNetwork, numba_available
+from hik_sim.kinematics import Chain
+from hik_sim.models import parameter_count
+from hik_sim.policies import PRETRAINED_DIR, load_pretrained
+from hik_sim.robots import get_robot
+
+__all__ = ["BenchConfig", "Timing", "Row", "shipped_networks", "benchmark_network", "markdown_table", "main"]
+
+TARGET_S = 60e-6
+"""The goal (issue 14): one pose through a shipped network in at most 60 µs, median, one thread."""
+TOLERANCE = 1e-5
+"""Largest joint gap [rad or m] to the float64 torch network for a fast path to agree."""
+FAST_PATHS = ("numba", "numpy", "numba forward", "onnxruntime f32")
+SEED = 11
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """How much to measure.
+
+    Attributes:
+        calls: timed calls per path and network.
+        warmup: untimed calls per path first.
+        block: consecutive calls of one path before the next takes its turn.
+        pool: distinct target poses the calls cycle over (also the agreement check's targets).
+        quick: whether this is the ``--quick`` smoke configuration.
+    """
+
+    calls: int = 2000
+    warmup: int = 20
+    block: int = 50
+    pool: int = 300
+    quick: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("calls", "block", "pool"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+QUICK = BenchConfig(calls=30, warmup=2, block=10, pool=20, quick=True)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call wall-clock time of one path [s]."""
+
+    median_s: float
+    p95_s: float
+    min_s: float
+    calls: int
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> "Timing":
+        values = np.asarray(samples, dtype=float)
+        return cls(float(np.median(values)), float(np.percentile(values, 95)), float(values.min()), len(values))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One network's measurements.
+
+    Attributes:
+        network: ``robot/name``.
+        model: ``harmoatt`` or ``mlp``.
+        model_options: the card's model options (a HarmoAtt-IK card without ``trunk`` is a ``map`` trunk).
+        parameters: trainable parameters.
+        hypotheses: answers per pose H.
+        fixed: fixed joints.
+        dof: chain joints n.
+        timings: path → :class:`Timing` (``torch``, ``numba``, ``numpy``, ``numba forward``, ``onnxruntime f32``).
+        gaps: path → largest joint gap to the float64 torch network on the pool [rad or m].
+    """
+
+    network: str
+    model: str
+    model_options: dict[str, Any]
+    parameters: int
+    hypotheses: int
+    fixed: dict[str, float]
+    dof: int
+    timings: dict[str, Timing]
+    gaps: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        torch_median = self.timings["torch"].median_s
+        data["speedup"] = {path: torch_median / t.median_s for path, t in self.timings.items() if path != "torch"}
+        data["meets_target"] = {path: t.median_s <= TARGET_S for path, t in self.timings.items() if path != "torch"}
+        data["agrees"] = {path: gap <= TOLERANCE for path, gap in self.gaps.items() if path != "torch f32"}
+        return data
+
+
+def shipped_networks() -> list[str]:
+    """Every shipped network as ``robot/name``, in the index's order."""
+    return list(json.loads((PRETRAINED_DIR / "index.json").read_text(encoding="utf-8")))
+
+
+def time_side_by_side(paths: Sequence[tuple[Callable[[Any], object], Sequence[Any]]], cfg: BenchConfig) -> list[Timing]:
+    """Time the paths call by call, in turns of ``cfg.block`` calls, so that machine noise hits all alike."""
+    for fn, inputs in paths:
+        for i in range(cfg.warmup):
+            fn(inputs[i % len(inputs)])
+    samples: list[list[float]] = [[] for _ in paths]
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for first in range(0, cfg.calls, cfg.block):
+            for (fn, inputs), times in zip(paths, samples):
+                fn(inputs[first % len(inputs)])  # untimed: warm caches after the other paths
+                for i in range(first, min(first + cfg.block, cfg.calls)):
+                    arg = inputs[i % len(inputs)]
+                    start = time.perf_counter()
+                    fn(arg)
+                    times.append(time.perf_counter() - start)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return [Timing.from_samples(times) for times in samples]
+
+
+def _onnx_session(network: Any) -> Any | None:
+    """An onnxruntime session of the bare model (normalised (1, 7) → (1, H, m)), or ``None`` without onnxruntime."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+
+    class Bare(torch.nn.Module):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.model(x)
+            return out.candidates if out.candidates is not None else out.q[:, None]
+
+    buffer = io.BytesIO()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Bare(network.model).eval(), (torch.zeros(1, 7),), buffer, input_names=["x"], output_names=["q"],
+                          dynamo=False, opset_version=17)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+
+
+def benchmark_network(name: str, cfg: BenchConfig) -> Row:
+    """Time and check every path on one shipped network."""
+    robot_name, model_name = name.split("/")
+    network = load_pretrained(robot_name, model_name).eval()
+    chain = network.chain or Chain(get_robot(robot_name))
+    targets = make_eval_set(chain, SEED, cfg.pool, network.selection).batch
+    pos64, quat64 = targets.pos, targets.quat
+    reference = copy.deepcopy(network).double().solve(pos64, quat64).numpy()
+
+    paths: dict[str, tuple[Callable[[Any], object], list[Any]]] = {}
+    tensors = [(pos64[i:i + 1].float(), quat64[i:i + 1].float()) for i in range(cfg.pool)]
+    arrays = [(pos64[i].numpy().copy(), quat64[i].numpy().copy()) for i in range(cfg.pool)]
+    paths["torch"] = (lambda pq: network.solve(*pq), tensors)
+    fast = {backend: FastIKNetwork.from_network(network, backend=backend)
+            for backend in (("numba", "numpy") if numba_available() else ("numpy",))}
+    for backend, solver in fast.items():
+        paths[backend] = (lambda pq, s=solver: s.solve(*pq), arrays)
+    first = fast.get("numba", fast["numpy"])
+    normalised = [first._input(*pq).copy() for pq in arrays]  # noqa: SLF001 - the forward pass alone is timed
+    if "numba" in fast:
+        paths["numba forward"] = (fast["numba"]._forward, normalised)  # noqa: SLF001
+    session = _onnx_session(network)
+    if session is not None:
+        as_f32 = [x.astype(np.float32)[None] for x in normalised]
+        paths["onnxruntime f32"] = (lambda x: session.run(None, {"x": x}), as_f32)
+
+    timings = dict(zip(paths, time_side_by_side(list(paths.values()), cfg)))
+
+    gaps = {"torch f32": float(np.abs(network.solve(pos64.float(), quat64.float()).double().numpy() - reference).max())}
+    for backend, solver in fast.items():
+        gaps[backend] = float(np.abs(np.stack([solver.solve(*pq) for pq in arrays]) - reference).max())
+    if session is not None and network.hypotheses == 1:  # with several answers the choice is not part of the ONNX graph
+        free = np.concatenate([session.run(None, {"x": x})[0][:, 0] for x in as_f32]).astype(np.float64)
+        full = network.selection.expand(torch.from_numpy(free)).numpy()
+        gaps["onnxruntime f32"] = float(np.abs(full - reference).max())
+    card = network.card
+    return Row(name, card.model, dict(card.model_options), parameter_count(network.model), network.hypotheses,
+               dict(network.selection.fixed), chain.dof, timings, gaps)
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f} µs" if seconds >= 1e-4 else f"{seconds * 1e6:.1f} µs"
+
+
+def markdown_table(rows: Sequence[Row]) -> str:
+    """One line per network: median (p95) per path, and the largest gap to the float64 torch network."""
+    present = [p for p in FAST_PATHS if any(p in row.timings for row in rows)]
+    header = ["network", "params", "H", "torch `IKNetwork.solve`"] + [f"{p}" for p in present] + ["max gap to float64 torch [rad]"]
+    lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|" + "---:|" * (1 + len(present)) + "---|"]
+    for row in rows:
+        cells = [row.network, f"{row.parameters / 1e3:.0f} k", str(row.hypotheses),
+                 f"{_us(row.timings['torch'].median_s)} ({_us(row.timings['torch'].p95_s)})"]
+        for path in present:
+            timing = row.timings.get(path)
+            if timing is None:
+                cells.append("—")
+                continue
+            mark = " ✓" if timing.median_s <= TARGET_S else ""
+            cells.append(f"{_us(timing.median_s)} ({_us(timing.p95_s)}){mark}")
+        cells.append(", ".join(f"{path} {gap:.1e}" for path, gap in row.gaps.items()))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def machine_info() -> dict[str, Any]:
+    """Platform, CPU, library versions and threads of this run."""
+
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu_model = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = None
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+            "python": platform.python_version(), "cpu_model": cpu_model, "cpu_count": os.cpu_count(),
+            "load_average_1min": load, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "numpy": np.__version__, "numba": version("numba"), "onnxruntime": version("onnxruntime"),
+            "scipy": version("scipy"), "mujoco": version("mujoco")}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = argparse.ArgumentParser(prog="inference_bench", description="Batch-1 latency of the shipped networks: "
+                                     "torch against hik_sim.fast_network, with their agreement.")
+    parser.add_argument("--networks", nargs="+", default=None, metavar="ROBOT/NAME",
+                        help="shipped networks to measure (default: every shipped network)")
+    parser.add_argument("--calls", type=int, default=None, help=f"timed calls per path (default {BenchConfig.calls}; --quick {QUICK.calls})")
+    parser.add_argument("--pool", type=int, default=None, help=f"target poses (default {BenchConfig.pool}; --quick {QUICK.pool})")
+    parser.add_argument("--quick", action="store_true", help="a tiny configuration for a smoke test")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="folder for the JSON (default benchmarks/results)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print the table, write ``<out>/inference_bench.json``.
+
+    Returns:
+        0, or 1 when a fast path disagrees with the float64 torch network beyond :data:`TOLERANCE`
+        (the results are written either way).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    base = QUICK if args.quick else BenchConfig()
+    try:
+        cfg = BenchConfig(calls=args.calls or base.calls, warmup=base.warmup, block=base.block, pool=args.pool or base.pool,
+                          quick=args.quick)
+    except ValueError as error:
+        parser.error(str(error))
+    shipped = shipped_networks()
+    names = args.networks or shipped
+    unknown = [n for n in names if n not in shipped]
+    if unknown:
+        parser.error(f"not shipped: {', '.join(unknown)}; shipped networks: {', '.join(shipped)}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        info = machine_info()
+        rows = [benchmark_network(name, cfg) for name in tqdm(names, desc="networks", file=sys.stderr, disable=args.no_progress)]
+    finally:
+        torch.set_num_threads(threads)  # as it was: a caller (a test session) keeps its threads
+    print(f"{info['date']} · {info['cpu_model']} · {info['cpu_count']} CPUs · load {info['load_average_1min']} · torch "
+          f"{info['torch']} (1 thread) · numba {info['numba']} · onnxruntime {info['onnxruntime']}")
+    print(f"batch 1, median (p95) of {cfg.calls} calls per path; ✓: within {TARGET_S * 1e6:.0f} µs\n")
+    print(markdown_table(rows))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "inference_bench.json"
+    record = {"benchmark": "inference", "target_s": TARGET_S, "tolerance": TOLERANCE, "machine": info, "config": asdict(cfg),
+              "rows": [row.to_json() for row in rows]}
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+    wrong = [f"{row.network} {path}" for row in rows for path, gap in row.gaps.items()
+             if path in ("numba", "numpy") and gap > TOLERANCE]
+    if wrong:
+        print(f"error: fast paths outside {TOLERANCE:g} of the float64 network: {'; '.join(wrong)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
