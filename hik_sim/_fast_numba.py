@@ -16,7 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["mlp_forward", "harmoatt_forward", "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS"]
+__all__ = ["mlp_forward", "harmoatt_forward", "mlp_solve", "harmoatt_solve", "prepare", "clamp", "scores",
+           "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS", "GEOMETRY_STRIDE"]
 
 _FAST = {"reassoc", "contract"}  # reorder sums (vectorise), fuse multiply-adds; no assumptions about NaN/inf
 _SQRT1_2 = 0.7071067811865476
@@ -355,3 +356,162 @@ def harmoatt_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E741, C901
         m += 1
         if m == joints:
             m = 0
+
+
+# --- input, limits and the choice among answers ----------------------------------------------------
+# N (float64): 0:3 workspace minimum [m], 3:6 workspace span [m], then the free joints' lower (m) and upper (m) limits.
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def prepare(N, pos, quat, x):  # noqa: ANN001, ANN201
+    """The network input x (7,) of one pose, as :class:`~hik_sim.data.PoseNormalizer` makes it.
+
+    Returns:
+        0, or 1 for a NaN/inf in the pose, 2 for a quaternion of norm below 1e-9 (x is then unset).
+    """
+    square = 0.0
+    for i in range(4):
+        if not math.isfinite(quat[i]):
+            return 1
+        square += quat[i] * quat[i]
+    for i in range(3):
+        if not math.isfinite(pos[i]):
+            return 1
+    if square < 1e-18:
+        return 2
+    for i in range(3):
+        x[i] = 2.0 * (pos[i] - N[i]) / N[3 + i] - 1.0
+    sign = -1.0 if quat[0] < 0 else 1.0
+    for i in range(4):
+        x[3 + i] = sign * quat[i]
+    return 0
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def clamp(N, out, joints):  # noqa: ANN001, ANN201
+    """Clamp answers out (H·m,) into the free joints' float64 limits (the limit head's float32 centre and
+    half-range can put ±1 up to ~1e-7 outside them)."""
+    m = 0
+    for i in range(out.shape[0]):
+        low = N[6 + m]
+        high = N[6 + joints + m]
+        if out[i] < low:
+            out[i] = low
+        elif out[i] > high:
+            out[i] = high
+        m += 1
+        if m == joints:
+            m = 0
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def mlp_solve(P, I, N, pos, quat, x, out, work):  # noqa: ANN001, ANN201, E741
+    """Checks, normalisation, the MLP and the clamp in one call; the status of :func:`prepare`."""
+    status = prepare(N, pos, quat, x)
+    if status != 0:
+        return status
+    mlp_forward(P, I, x, out, work)
+    clamp(N, out, I[4])
+    return 0
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def harmoatt_solve(P, I, S, N, pos, quat, x, out, work):  # noqa: ANN001, ANN201, E741
+    """Checks, normalisation, HarmoAtt-IK and the clamp in one call; the status of :func:`prepare`."""
+    status = prepare(N, pos, quat, x)
+    if status != 0:
+        return status
+    harmoatt_forward(P, I, S, x, out, work)
+    clamp(N, out, I[10])
+    return 0
+
+
+# G (float64), per joint 16 values: rotation (3×3, row-major), translation (3), axis (3), revolute (1 or 0);
+# then the tool's rotation (9) and translation (3). The same geometry SingleTargetKinematics compiles into MuJoCo.
+GEOMETRY_STRIDE = 16
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def scores(G, answers, pos, quat, pos_tol, rot_tol, out):  # noqa: ANN001, ANN201, C901
+    """How badly each answer (H, n) reaches the target: position error / pos_tol + rotation error / rot_tol.
+
+    Forward kinematics of the chain geometry G in float64; the rotation error is the geodesic angle
+    ``atan2(‖v‖, trace − 1)`` of the rotation from the target to the reached orientation (v the
+    skew part), accurate near 0 and near π. ``quat`` need not be unit.
+    """
+    n = answers.shape[1]
+    qn = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
+    w, a, b, c = quat[0] / qn, quat[1] / qn, quat[2] / qn, quat[3] / qn
+    T = np.empty((3, 3))  # target rotation
+    T[0, 0] = 1 - 2 * (b * b + c * c)
+    T[0, 1] = 2 * (a * b - c * w)
+    T[0, 2] = 2 * (a * c + b * w)
+    T[1, 0] = 2 * (a * b + c * w)
+    T[1, 1] = 1 - 2 * (a * a + c * c)
+    T[1, 2] = 2 * (b * c - a * w)
+    T[2, 0] = 2 * (a * c - b * w)
+    T[2, 1] = 2 * (b * c + a * w)
+    T[2, 2] = 1 - 2 * (a * a + b * b)
+    R = np.empty((3, 3))
+    M = np.empty((3, 3))
+    J = np.empty((3, 3))
+    p = np.empty(3)
+    tool = GEOMETRY_STRIDE * n
+    for h in range(answers.shape[0]):
+        for r in range(3):
+            p[r] = 0.0
+            for s in range(3):
+                R[r, s] = 1.0 if r == s else 0.0
+        for i in range(n):
+            g = GEOMETRY_STRIDE * i
+            for r in range(3):  # p += R t
+                p[r] += R[r, 0] * G[g + 9] + R[r, 1] * G[g + 10] + R[r, 2] * G[g + 11]
+            qv = answers[h, i]
+            ax, ay, az = G[g + 12], G[g + 13], G[g + 14]
+            if G[g + 15] != 0.0:  # revolute: J = origin rotation · Rodrigues(axis, q)
+                cq, sq = math.cos(qv), math.sin(qv)
+                vq = 1.0 - cq
+                M[0, 0] = cq + ax * ax * vq
+                M[0, 1] = ax * ay * vq - az * sq
+                M[0, 2] = ax * az * vq + ay * sq
+                M[1, 0] = ay * ax * vq + az * sq
+                M[1, 1] = cq + ay * ay * vq
+                M[1, 2] = ay * az * vq - ax * sq
+                M[2, 0] = az * ax * vq - ay * sq
+                M[2, 1] = az * ay * vq + ax * sq
+                M[2, 2] = cq + az * az * vq
+                for r in range(3):
+                    for s in range(3):
+                        J[r, s] = G[g + 3 * r] * M[0, s] + G[g + 3 * r + 1] * M[1, s] + G[g + 3 * r + 2] * M[2, s]
+            else:  # prismatic: J = origin rotation, and the frame slides along its axis
+                for r in range(3):
+                    for s in range(3):
+                        J[r, s] = G[g + 3 * r + s]
+                d0 = J[0, 0] * ax + J[0, 1] * ay + J[0, 2] * az
+                d1 = J[1, 0] * ax + J[1, 1] * ay + J[1, 2] * az
+                d2 = J[2, 0] * ax + J[2, 1] * ay + J[2, 2] * az
+                for r in range(3):
+                    p[r] += qv * (R[r, 0] * d0 + R[r, 1] * d1 + R[r, 2] * d2)
+            for r in range(3):  # R = R J
+                r0, r1, r2 = R[r, 0], R[r, 1], R[r, 2]
+                for s in range(3):
+                    M[r, s] = r0 * J[0, s] + r1 * J[1, s] + r2 * J[2, s]
+            for r in range(3):
+                for s in range(3):
+                    R[r, s] = M[r, s]
+        for r in range(3):  # the tool
+            p[r] += R[r, 0] * G[tool + 9] + R[r, 1] * G[tool + 10] + R[r, 2] * G[tool + 11]
+        for r in range(3):
+            r0, r1, r2 = R[r, 0], R[r, 1], R[r, 2]
+            for s in range(3):
+                M[r, s] = r0 * G[tool + s] + r1 * G[tool + 3 + s] + r2 * G[tool + 6 + s]
+        # relative rotation D = Tᵀ M, D[i, j] = Σ_k T[k, i] M[k, j]: the angle from its trace and skew part
+        trace = 0.0
+        for r in range(3):
+            trace += T[0, r] * M[0, r] + T[1, r] * M[1, r] + T[2, r] * M[2, r]
+        vx = (T[0, 2] * M[0, 1] + T[1, 2] * M[1, 1] + T[2, 2] * M[2, 1]) - (T[0, 1] * M[0, 2] + T[1, 1] * M[1, 2] + T[2, 1] * M[2, 2])
+        vy = (T[0, 0] * M[0, 2] + T[1, 0] * M[1, 2] + T[2, 0] * M[2, 2]) - (T[0, 2] * M[0, 0] + T[1, 2] * M[1, 0] + T[2, 2] * M[2, 0])
+        vz = (T[0, 1] * M[0, 0] + T[1, 1] * M[1, 0] + T[2, 1] * M[2, 0]) - (T[0, 0] * M[0, 1] + T[1, 0] * M[1, 1] + T[2, 0] * M[2, 1])
+        angle = math.atan2(math.sqrt(vx * vx + vy * vy + vz * vz), trace - 1.0)
+        dx, dy, dz = p[0] - pos[0], p[1] - pos[1], p[2] - pos[2]
+        out[h] = math.sqrt(dx * dx + dy * dy + dz * dz) / pos_tol + angle / rot_tol

@@ -41,7 +41,7 @@ A :class:`FastIKNetwork` keeps scratch buffers: use one instance per thread.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple, Sequence
 
 import numpy as np
 from scipy.special import erf, expit
@@ -136,28 +136,30 @@ class FastIKNetwork:
         joint_names: the chain's joints, base → tip; answers are in this order.
         hypotheses: H, answers per pose.
         dof: n, the number of chain joints.
-        kinematics: the forward kinematics that ranks several answers (``None`` when H = 1).
+        kinematics: the MuJoCo forward kinematics that ranks several answers on the ``numpy``
+            backend (``None`` when H = 1, or on ``numba``, which ranks with its own compiled FK of
+            the same chain geometry unless kinematics were given).
     """
 
-    def __init__(self, forward: Callable[[np.ndarray], np.ndarray], backend: str, joint_names: Sequence[str],
-                 free_index: Sequence[int], fixed_values: np.ndarray, lower: Sequence[float], upper: Sequence[float],
-                 pos_min: np.ndarray, pos_max: np.ndarray, hypotheses: int, kinematics: "SingleTargetKinematics | None") -> None:
-        self._forward = forward
+    def __init__(self, parts: "_Parts", backend: str, joint_names: Sequence[str], free_index: Sequence[int],
+                 fixed_values: np.ndarray, limits: tuple[np.ndarray, np.ndarray], pos_min: np.ndarray, pos_max: np.ndarray,
+                 hypotheses: int, kinematics: "SingleTargetKinematics | None", geometry: np.ndarray | None) -> None:
+        self._forward, self._fused = parts.forward, parts.fused
         self.backend = backend
         self.joint_names = tuple(joint_names)
         self.dof = len(self.joint_names)
         self.hypotheses = hypotheses
         self.kinematics = kinematics
+        self._geometry = geometry  # flat chain geometry for the compiled scores, or None
+        if hypotheses > 1 and kinematics is None and geometry is None:
+            raise HikError(f"a network with {hypotheses} hypotheses needs forward kinematics to rank its answers")
         self._free_index = np.asarray(free_index, dtype=np.intp)
         self._all_free = len(self._free_index) == self.dof
         self._template = np.asarray(fixed_values, dtype=np.float64)  # (n,): fixed values, free joints 0
-        self._lower = np.asarray(lower, dtype=np.float64)[self._free_index]  # (m,) of the free joints
-        self._upper = np.asarray(upper, dtype=np.float64)[self._free_index]
+        self._lower, self._upper = limits  # (m,) each, of the free joints
         self._pos_min = np.asarray(pos_min, dtype=np.float64)
         self._pos_span = np.asarray(pos_max, dtype=np.float64) - self._pos_min
         self._x = np.empty(7)
-        if hypotheses > 1 and kinematics is None:
-            raise HikError(f"a network with {hypotheses} hypotheses needs forward kinematics to rank its answers")
 
     @classmethod
     def from_network(cls, network: "IKNetwork", kinematics: "SingleTargetKinematics | None" = None,
@@ -166,8 +168,9 @@ class FastIKNetwork:
 
         Args:
             network: a trained :class:`~hik_sim.network.IKNetwork` (MLP or HarmoAtt-IK).
-            kinematics: forward kinematics of the network's robot, to rank several answers; built
-                from ``network.chain`` when not given (only needed when ``hypotheses`` > 1).
+            kinematics: MuJoCo forward kinematics of the network's robot, to rank several answers;
+                when not given, built from ``network.chain`` (``numpy``), or replaced by a compiled
+                FK of ``network.chain``'s geometry (``numba``). Only used when ``hypotheses`` > 1.
             backend: ``numba`` (compiled; needs the ``fast`` extra), ``numpy``, or ``auto``: numba
                 when it is installed, else numpy. The first numba network of a process compiles the
                 kernels (seconds; cached on disk for later processes).
@@ -178,8 +181,8 @@ class FastIKNetwork:
 
         Raises:
             HikError: a model this module does not know (the message names the supported ones), an
-                unknown backend, ``numba`` without numba installed, or a network with several
-                answers and neither ``kinematics`` nor a chain.
+                unknown backend, ``numba`` without numba installed, kinematics of other joints, or a
+                network with several answers and neither ``kinematics`` nor a chain.
         """
         from hik_sim.models import HarmoAttIK, MLPIK
 
@@ -189,45 +192,63 @@ class FastIKNetwork:
             raise HikError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
         if backend == "auto":
             backend = "numba" if numba_available() else "numpy"
+        selection = network.selection
+        if kinematics is not None and tuple(kinematics.robot.joint_names) != tuple(selection.joint_names):
+            raise HikError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
+                           f"the network's are {list(selection.joint_names)}")
+        hypotheses = int(network.hypotheses)
+        geometry = None
+        if hypotheses > 1:
+            if kinematics is None and network.chain is None:
+                raise HikError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
+            if backend == "numba" and kinematics is None:
+                geometry = _flat_geometry(network.chain.geometry)
+            elif kinematics is None:
+                from hik_sim.single_target import SingleTargetKinematics
+
+                kinematics = SingleTargetKinematics(network.chain.robot, network.chain.geometry)
+        lower, upper = _limits(network, kinematics)
+        free = selection.free_index
+        limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
+        normalizer = network.normalizer
+        pos_min, pos_max = _array(normalizer.pos_min), _array(normalizer.pos_max)
         model = network.model
         if isinstance(model, MLPIK):
-            forward = _numba_mlp(model) if backend == "numba" else _mlp_forward(model)
+            parts = _numba_mlp(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_mlp_forward(model))
         elif isinstance(model, HarmoAttIK):
-            forward = _numba_harmoatt(model) if backend == "numba" else _harmoatt_forward(model)
+            parts = _numba_harmoatt(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_harmoatt_forward(model))
         else:
             raise HikError(f"no fast path for {type(model).__name__}; supported models: MLPIK, HarmoAttIK")
-        hypotheses = int(network.hypotheses)
-        if hypotheses > 1 and kinematics is None:
-            if network.chain is None:
-                raise HikError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
-            from hik_sim.single_target import SingleTargetKinematics
-
-            kinematics = SingleTargetKinematics(network.chain.robot, network.chain.geometry)
-        if kinematics is not None and tuple(kinematics.robot.joint_names) != tuple(network.selection.joint_names):
-            raise HikError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
-                           f"the network's are {list(network.selection.joint_names)}")
-        selection = network.selection
         template = np.zeros(len(selection.joint_names))
         for i, name in enumerate(selection.joint_names):
             if name in selection.fixed:
                 template[i] = float(selection.fixed[name])
-        normalizer = network.normalizer
-        lower, upper = _limits(network, kinematics)
-        return cls(forward, backend, selection.joint_names, selection.free_index, template, lower, upper,
-                   _array(normalizer.pos_min), _array(normalizer.pos_max), hypotheses, kinematics if hypotheses > 1 else None)
+        return cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
+                   kinematics if hypotheses > 1 else None, geometry)
 
-    def _input(self, pos: Any, quat: Any) -> np.ndarray:
-        """The network input (7,) of one pose (float64), checked like :class:`~hik_sim.network.IKNetwork`'s."""
-        pos = np.asarray(pos, dtype=np.float64)
-        quat = np.asarray(quat, dtype=np.float64)
+    @staticmethod
+    def _arrays(pos: Any, quat: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Contiguous float64 (3,), (4,) arrays of a pose; HikError for other shapes."""
+        pos = np.ascontiguousarray(pos, dtype=np.float64)
+        quat = np.ascontiguousarray(quat, dtype=np.float64)
         if pos.shape != (3,) or quat.shape != (4,):
             raise HikError(f"a target pose must be a (3,) position and a (4,) quaternion, got shapes {pos.shape} and {quat.shape}")
+        return pos, quat
+
+    @staticmethod
+    def _bad_pose(status: int, pos: np.ndarray, quat: np.ndarray) -> HikError:
+        if status == 1:
+            return HikError(f"a target pose must be finite; got position {pos.tolist()} and quaternion {quat.tolist()}")
+        return HikError("a target quaternion must be non-zero (norm >= 1e-9); give a unit quaternion (w, x, y, z)")
+
+    def _input(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """The network input (7,) of one checked pose, as :class:`~hik_sim.data.PoseNormalizer` makes it."""
         square = float(quat @ quat)
         if not math.isfinite(float(pos @ pos) + square) and not (np.isfinite(pos).all() and np.isfinite(quat).all()):
-            raise HikError(f"a target pose must be finite; got position {pos.tolist()} and quaternion {quat.tolist()}")
+            raise self._bad_pose(1, pos, quat)
         if square < 1e-18:
-            raise HikError("a target quaternion must be non-zero (norm >= 1e-9); give a unit quaternion (w, x, y, z)")
-        x = self._x  # as PoseNormalizer does it: 2·(p − min)/(max − min) − 1, and w ≥ 0
+            raise self._bad_pose(2, pos, quat)
+        x = self._x  # 2·(p − min)/(max − min) − 1, and w ≥ 0
         x[:3] = pos
         x[:3] -= self._pos_min
         x[:3] *= 2.0
@@ -246,7 +267,8 @@ class FastIKNetwork:
                 (4, wxyz, w ≥ 0), as :class:`~hik_sim.data.PoseNormalizer` makes it.
 
         Returns:
-            (H, m) float64 free-joint values [rad or m] of the H answers, unranked.
+            (H, m) float64 free-joint values [rad or m] of the H answers, unranked, as the model
+            computes them (not clamped).
 
         Raises:
             HikError: ``x`` is not a finite (7,) vector.
@@ -255,6 +277,26 @@ class FastIKNetwork:
         if x.shape != (7,) or not np.isfinite(x).all():
             raise HikError(f"a normalised input must be a finite (7,) vector, got shape {x.shape}")
         return self._forward(x)
+
+    def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """(H, m) clamped free-joint answers of a pose whose shapes are checked."""
+        if self._fused is not None:
+            status, free = self._fused(pos, quat)
+            if status:
+                raise self._bad_pose(status, pos, quat)
+            return free
+        free = self._forward(self._input(pos, quat))
+        # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
+        np.maximum(free, self._lower, out=free)
+        np.minimum(free, self._upper, out=free)
+        return free
+
+    def _expand(self, free: np.ndarray) -> np.ndarray:
+        if self._all_free:
+            return free
+        full = np.tile(self._template, (free.shape[0], 1))
+        full[:, self._free_index] = free
+        return full
 
     def candidates(self, pos: Any, quat: Any) -> np.ndarray:
         """Every answer for one pose, as the model orders them (unranked).
@@ -270,15 +312,8 @@ class FastIKNetwork:
         Raises:
             HikError: wrong shapes, NaN/inf or a zero quaternion.
         """
-        free = self._forward(self._input(pos, quat))
-        # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
-        np.maximum(free, self._lower, out=free)
-        np.minimum(free, self._upper, out=free)
-        if self._all_free:
-            return free
-        full = np.tile(self._template, (free.shape[0], 1))
-        full[:, self._free_index] = free
-        return full
+        pos, quat = self._arrays(pos, quat)
+        return self._expand(self._free(pos, quat))
 
     def scores(self, answers: np.ndarray, pos: Any, quat: Any) -> np.ndarray:
         """How badly each answer reaches the target: position error / 5 mm + rotation error / 2°.
@@ -289,16 +324,25 @@ class FastIKNetwork:
             quat: (4,) target quaternion, wxyz (any non-zero norm).
 
         Returns:
-            (H,) scores, lower is better (the :data:`~hik_sim.network.CHOICE_TOLERANCE` units).
+            (H,) scores, lower is better (the :data:`~hik_sim.network.CHOICE_TOLERANCE` units), from
+            float64 forward kinematics (compiled on ``numba``, MuJoCo's otherwise).
+
+        Raises:
+            HikError: no forward kinematics (a single-answer network built without them).
         """
         from hik_sim.network import CHOICE_TOLERANCE
 
+        pos, quat = self._arrays(pos, quat)
+        answers = np.ascontiguousarray(answers, dtype=np.float64)
+        out = np.empty(len(answers))
+        if self._geometry is not None:
+            from hik_sim import _fast_numba
+
+            _fast_numba.scores(self._geometry, answers, pos, quat, CHOICE_TOLERANCE[0], CHOICE_TOLERANCE[1], out)
+            return out
         if self.kinematics is None:
             raise HikError("scoring answers needs forward kinematics; build the fast network with kinematics=")
-        pos = np.asarray(pos, dtype=np.float64)
-        quat = np.asarray(quat, dtype=np.float64)
         quat_norm = math.sqrt(quat @ quat)
-        out = np.empty(len(answers))
         for k, q in enumerate(answers):
             reached = self.kinematics.fk(q)
             delta = reached.pos - pos
@@ -344,6 +388,31 @@ class FastIKNetwork:
         if self.hypotheses == 1:
             return answers[0]
         return answers[int(np.argmin(self.scores(answers, pos, quat)))]
+
+
+class _Parts(NamedTuple):
+    """A backend's pieces: the bare forward pass x (7,) → (H, m), and (numba) one call from a checked-shape
+    pose to clamped answers, ``fused(pos, quat) -> (status, (H, m))`` (status: 0, 1 NaN/inf, 2 zero quaternion)."""
+
+    forward: Callable[[np.ndarray], np.ndarray]
+    fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
+
+
+def _flat_geometry(geometry: Any) -> np.ndarray:
+    """A :class:`~hik_sim.geometry.ChainGeometry` as the flat float64 array :func:`hik_sim._fast_numba.scores` reads."""
+    from hik_sim._fast_numba import GEOMETRY_STRIDE
+
+    n = len(geometry.joint_names)
+    flat = np.zeros(GEOMETRY_STRIDE * n + 12)
+    for i in range(n):
+        g = GEOMETRY_STRIDE * i
+        flat[g:g + 9] = np.asarray(geometry.rotations[i], dtype=np.float64).reshape(9)
+        flat[g + 9:g + 12] = geometry.translations[i]
+        flat[g + 12:g + 15] = geometry.axes[i]
+        flat[g + 15] = 1.0 if bool(geometry.revolute[i]) else 0.0
+    flat[GEOMETRY_STRIDE * n:GEOMETRY_STRIDE * n + 9] = np.asarray(geometry.tool_rotation, dtype=np.float64).reshape(9)
+    flat[GEOMETRY_STRIDE * n + 9:] = geometry.tool_translation
+    return flat
 
 
 def _limits(network: "IKNetwork", kinematics: "SingleTargetKinematics | None") -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -682,7 +751,12 @@ class _Pack:
         return np.ascontiguousarray(np.concatenate(self.parts), dtype=self.dtype)
 
 
-def _numba_mlp(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+def _norm_limits(pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The kernels' N: workspace minimum and span [m], the free joints' lower and upper limits."""
+    return np.concatenate((pos_min, pos_max - pos_min, limits[0], limits[1])).astype(np.float64)
+
+
+def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
     """The MLP as one compiled call (:func:`hik_sim._fast_numba.mlp_forward`)."""
     from torch import nn
 
@@ -708,17 +782,22 @@ def _numba_mlp(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     P, I = pack.array(), np.asarray(slots, dtype=np.int64)
     work = np.zeros((2, max(widths)))
     hypotheses = outputs // joints
-    kernel = _fast_numba.mlp_forward
+    kernel, fused_kernel = _fast_numba.mlp_forward, _fast_numba.mlp_solve
+    N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
 
     def forward(x: np.ndarray) -> np.ndarray:
         out = np.empty(outputs)
         kernel(P, I, x, out, work)
         return out.reshape(hypotheses, joints)
 
-    return forward
+    def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
+        out = np.empty(outputs)
+        return fused_kernel(P, I, N, pos, quat, x, out, work), out.reshape(hypotheses, joints)
+
+    return _Parts(forward, fused)
 
 
-def _numba_harmoatt(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
     """HarmoAtt-IK as one compiled call (:func:`hik_sim._fast_numba.harmoatt_forward`)."""
     from torch import nn
 
@@ -794,11 +873,16 @@ def _numba_harmoatt(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     outputs, joints = head.linear.out_features, head.center.numel()
     width = max(LC, ff_hidden, head_hidden, pos_embed[0].out_features, ori_embed[0].out_features, 2 * C, 2 * L, 4)
     work = np.zeros((8, width))
-    kernel = _fast_numba.harmoatt_forward
+    kernel, fused_kernel = _fast_numba.harmoatt_forward, _fast_numba.harmoatt_solve
+    N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
 
     def forward(x: np.ndarray) -> np.ndarray:
         out = np.empty(outputs)
         kernel(P, I, S, x, out, work)
         return out.reshape(outputs // joints, joints)
 
-    return forward
+    def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
+        out = np.empty(outputs)
+        return fused_kernel(P, I, S, N, pos, quat, x, out, work), out.reshape(outputs // joints, joints)
+
+    return _Parts(forward, fused)

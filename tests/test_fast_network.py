@@ -141,9 +141,11 @@ def test_forward_is_the_bare_model_on_a_normalised_input(irb120: Chain) -> None:
         assert np.abs(fast.forward(x[i].numpy()) - reference[i]).max() < TOLERANCE
 
 
-def test_scores_rank_like_the_network(irb120: Chain) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scores_rank_like_the_network(irb120: Chain, backend: str) -> None:
     network = _tiny(irb120, *TINY["mlp_3answers"])
-    fast = FastIKNetwork.from_network(network, backend="numpy", kinematics=SingleTargetKinematics(irb120.robot))
+    kinematics = SingleTargetKinematics(irb120.robot) if backend == "numpy" else None  # numba: its own compiled FK
+    fast = FastIKNetwork.from_network(network, backend=backend, kinematics=kinematics)
     targets = make_eval_set(irb120, 9, 50).batch
     reference = copy.deepcopy(network).double()
     for pos, quat in zip(targets.pos, targets.quat):
@@ -205,3 +207,39 @@ def test_a_single_answer_network_runs_no_kinematics(irb120: Chain) -> None:
     answer = fast.solve(np.array([0.3, 0.1, 0.4]), np.array([0.0, 1.0, 0.0, 0.0]))
     assert answer.shape == (6,) and np.isfinite(answer).all()
     assert fast.solve_all(np.array([0.3, 0.1, 0.4]), np.array([0.0, 1.0, 0.0, 0.0])).shape == (1, 6)
+
+
+@pytest.mark.skipif(not numba_available(), reason="the compiled backend needs numba (the 'fast' extra)")
+@pytest.mark.parametrize("robot_name", ["irb120", "panda", "g1", "user_arm"])
+def test_compiled_scores_match_mujoco_forward_kinematics(robot_name: str) -> None:
+    from hik_sim import _fast_numba
+    from hik_sim.network import CHOICE_TOLERANCE
+
+    from conftest import robot_by_id
+
+    robot = robot_by_id(robot_name)
+    chain = Chain(robot)
+    kinematics = SingleTargetKinematics(robot, chain.geometry)
+    geometry = fast_network._flat_geometry(chain.geometry)  # noqa: SLF001
+    rng = np.random.default_rng(0)
+    targets = make_eval_set(chain, 4, 20).batch
+    for pos, quat in zip(targets.pos.numpy(), targets.quat.numpy()):
+        answers = rng.uniform(chain.robot.lower, chain.robot.upper, size=(5, chain.dof))
+        answers[0] = answers[1]  # two equal answers score equally
+        compiled = np.empty(5)
+        _fast_numba.scores(geometry, answers, pos, 3.0 * quat, CHOICE_TOLERANCE[0], CHOICE_TOLERANCE[1], compiled)
+        for k, q in enumerate(answers):
+            reached = kinematics.fk(q)
+            pos_err = np.linalg.norm(reached.pos - pos)
+            relative = _relative(reached.quat, quat)
+            rot_err = 2 * np.arctan2(np.linalg.norm(relative[1:]), abs(relative[0]))
+            assert compiled[k] == pytest.approx(pos_err / CHOICE_TOLERANCE[0] + rot_err / CHOICE_TOLERANCE[1], abs=1e-6)
+        assert compiled[0] == compiled[1]
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """conj(a) ⊗ b for wxyz quaternions."""
+    w1, x1, y1, z1 = a[0], -a[1], -a[2], -a[3]
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
