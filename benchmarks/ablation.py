@@ -54,7 +54,7 @@ LOSS_VARIANTS: dict[str, dict[str, object]] = {
     "plain quaternion loss": {"sign_invariant": False},
     "no entropy regulariser": {"entropy_weight": 0.0},
 }
-QUICK_OPTIONS = {"harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("head_hidden", 64))}
+QUICK_OPTIONS = {"harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("feed_forward", 32))}
 
 
 def _pair_config(model: str, steps: int, outputs: int, quick: bool) -> TrainConfig:

@@ -27,6 +27,10 @@ __all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "che
 
 FORMAT = "hik_sim.ik_network/1"
 
+LEGACY_HARMOATT_OPTIONS: dict[str, Any] = {"trunk": "map", "channels": 16, "blocks": 3}
+"""What a HarmoAtt-IK card without a ``trunk`` option means: it was trained with hik_sim 0.1, whose
+defaults were this ``map`` trunk (the trainer records the trunk of every HarmoAtt-IK run since)."""
+
 
 @dataclass(frozen=True)
 class Card:
@@ -109,6 +113,8 @@ class Card:
             raise CheckpointError(f"not a hik_sim checkpoint card: {exc}") from None
         for name in ("joint_names", "lower", "upper", "pos_min", "pos_max"):  # JSON gives lists
             object.__setattr__(card, name, tuple(getattr(card, name)))
+        if card.model == "harmoatt" and "trunk" not in card.model_options:
+            object.__setattr__(card, "model_options", {**LEGACY_HARMOATT_OPTIONS, **card.model_options})
         return card
 
     def check_robot(self, robot: RobotSpec) -> None:

@@ -14,7 +14,7 @@ from hik_sim.losses import CompositeLoss, LossConfig, adaptive_smooth_l1, fusion
 from hik_sim.models import MODEL_KINDS, build_model, matched_mlp_hidden, mlp_hidden_for, parameter_count
 from hik_sim.rotations import quaternion_multiply, rotation_error
 
-TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "head_hidden": 32}}
+TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "feed_forward": 32}}
 
 
 def _limits(n: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
@@ -223,3 +223,43 @@ def test_a_size_torch_refuses_is_a_hik_error() -> None:
 
     with pytest.raises(HikError, match="bad options for model 'mlp'"):
         build_model("mlp", -torch.ones(6), torch.ones(6), hidden=-1)
+
+
+def test_harmoatt_fusion_blocks_carry_the_model_and_the_ablation_removes_only_the_attention() -> None:
+    lower, upper = _limits()
+    torch.manual_seed(0)
+    model = build_model("harmoatt", lower, upper)
+    share = sum(p.numel() for p in model.blocks.parameters()) / parameter_count(model)
+    assert share > 0.9  # the map trunk of hik_sim 0.1 held 2.2 % in its blocks
+    legacy = build_model("harmoatt", lower, upper, trunk="map", channels=16, blocks=3)
+    assert sum(p.numel() for p in legacy.blocks.parameters()) / parameter_count(legacy) < 0.05
+    x = torch.randn(64, 7, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    ablated = build_model("harmoatt", lower, upper, attention=False)
+    assert parameter_count(ablated) == parameter_count(model)  # same modules, only the branches' use differs
+    ablated.load_state_dict(model.state_dict())
+    before_with, before_without = model(x).q.detach(), ablated(x).q.detach()
+    assert not torch.allclose(before_with, before_without)
+    with torch.no_grad():  # the branches' own parameters move the full model, and not the ablation
+        for block in (*model.blocks, *ablated.blocks):
+            block.channel_gate[-1].bias.add_(3.0)
+            block.cross_cell[2].add_(-2.0)
+    assert not torch.allclose(model(x).q, before_with)
+    assert torch.equal(ablated(x).q, before_without)
+    with pytest.raises(HikError, match="trunks are: dense, map"):
+        build_model("harmoatt", lower, upper, trunk="conv")
+    with pytest.raises(HikError, match="takes feed_forward, not head_hidden"):
+        build_model("harmoatt", lower, upper, head_hidden=64)
+
+
+def test_a_card_without_a_trunk_is_the_map_trunk_of_hik_sim_0_1() -> None:
+    from hik_sim.checkpoint import LEGACY_HARMOATT_OPTIONS
+    from hik_sim.policies import load_pretrained
+
+    network = load_pretrained("irb120", "harmoatt")  # shipped before the dense trunk existed
+    assert network.model.trunk == "map" and network.card.model_options["trunk"] == "map"
+    assert {k: network.card.model_options[k] for k in LEGACY_HARMOATT_OPTIONS} == LEGACY_HARMOATT_OPTIONS
+    from hik_sim.train import TrainConfig
+
+    assert dict(TrainConfig(model="harmoatt").model_options)["trunk"] == "dense"  # new runs always say which
+    assert "trunk" not in dict(TrainConfig(model="mlp").model_options)

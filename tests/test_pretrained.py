@@ -56,8 +56,10 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
     lower, upper = chain.limits()
     assert answers.shape == (500, 4, 6) and (answers >= lower).all() and (answers <= upper).all()
     metrics = evaluate_network(network, chain, targets)
-    assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-6)
-    assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-6)
+    # rel 1e-4, not 1e-6: the choice among 4 answers is made in float32, and another CPU's float32 kernels
+    # can flip a near-tie (measured here: 2.8150514 mm against the card's 2.8150474 over 10,000 targets)
+    assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-4)
+    assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-4)
 
 
 def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:

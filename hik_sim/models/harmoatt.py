@@ -26,12 +26,24 @@ choice and its reason:
    input, positive and bounded (default 0.25…4): a low τ lets the block commit to one branch for a
    pose it is sure about, a high τ blends the branches where it is not.
 4. **Fusion and trunk.** Block output ``X + Σᵢ wᵢ · branchᵢ`` (a residual, so a block starts close
-   to identity), then a position-wise feed-forward layer with its own residual. Several blocks form
-   the trunk; the map is flattened into an MLP head and the same tanh head as the baseline maps
-   onto the joint limits (limits hold by construction).
+   to identity), then a feed-forward layer with its own residual. Several blocks form the trunk,
+   and the same tanh head as the baseline maps onto the joint limits (limits hold by construction).
+   Two trunks (``trunk``):
+
+   - ``dense`` (the default since hik_sim 0.2): the feed-forward layer mixes the whole flattened
+     map (L·C → F → L·C), so the fusion blocks hold almost all of the network's capacity (about
+     96 % of the parameters at the defaults) and the head is a single linear layer. The attention
+     then re-weights the features that carry the model, instead of a thin stem in front of a
+     large MLP head.
+   - ``map`` (hik_sim 0.1, the shipped networks trained before 0.2): a position-wise feed-forward
+     layer (C → 2C → C) and a two-layer MLP head on the flattened map; the three fusion blocks held
+     2.2 % of the parameters and the head 92 %. Cards without a ``trunk`` option are of this kind.
 5. The fusion weights (B, K, 3) and temperatures (B, K) are returned, for the entropy regulariser
    of the composite loss and for inspection.
-6. Beyond the paper, optional: ``hypotheses`` H > 1 answers per pose from the same trunk, trained
+6. ``attention=False`` is the ablation that says what the attention adds: every branch is replaced
+   by the identity (a block adds its normalised input), and everything else (embeddings, norms,
+   residuals, feed-forward layers, head, parameter count up to the attention's own) is kept.
+7. Beyond the paper, optional: ``hypotheses`` H > 1 answers per pose from the same trunk, trained
    winner-takes-all and chosen by forward kinematics (see
    :class:`~hik_sim.models.common.LimitHead`); the baseline MLP takes the same option.
 
@@ -46,9 +58,10 @@ from torch import nn
 from hik_sim.errors import HikError
 from hik_sim.models.common import IKOutput, LimitHead, xavier_init
 
-__all__ = ["HarmoAttIK", "FusionBlock", "BRANCHES"]
+__all__ = ["HarmoAttIK", "FusionBlock", "BRANCHES", "TRUNKS"]
 
 BRANCHES: tuple[str, ...] = ("channel", "spatial", "cross")
+TRUNKS: tuple[str, ...] = ("dense", "map")
 
 
 class FusionBlock(nn.Module):
@@ -59,16 +72,21 @@ class FusionBlock(nn.Module):
     Args:
         channels: C.
         positions: L.
+        feed_forward: the block's feed-forward layer, (B, L, C) → (B, L, C), added as a residual.
         reduction: squeeze ratio of the channel branch.
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
+        attention: ``False``: every branch is the identity (the ablation; the fusion weights are
+            still computed and returned, but a convex mix of identical maps is the map itself).
     """
 
-    def __init__(self, channels: int, positions: int, reduction: int = 4, tau_min: float = 0.25, tau_max: float = 4.0) -> None:
+    def __init__(self, channels: int, positions: int, feed_forward: nn.Module, reduction: int = 4, tau_min: float = 0.25,
+                 tau_max: float = 4.0, attention: bool = True) -> None:
         super().__init__()
         if not 0 < tau_min < tau_max:
             raise HikError(f"temperature bounds must satisfy 0 < tau_min < tau_max, got {tau_min}, {tau_max}")
         self.tau_min, self.tau_max = tau_min, tau_max
+        self.attention = attention
         self.norm = nn.LayerNorm((positions, channels))
         squeezed = max(channels // reduction, 1)
         self.channel_gate = nn.Sequential(nn.Linear(channels, squeezed), nn.GELU(), nn.Linear(squeezed, channels))
@@ -78,8 +96,7 @@ class FusionBlock(nn.Module):
         self.cross_cell = nn.Parameter(torch.stack((torch.ones(positions, channels), torch.ones(positions, channels),
                                                     torch.zeros(positions, channels))))
         self.weight_net = nn.Sequential(nn.Linear(2 * channels, channels), nn.GELU(), nn.Linear(channels, len(BRANCHES) + 1))
-        self.feed_forward = nn.Sequential(nn.LayerNorm((positions, channels)), nn.Linear(channels, 2 * channels), nn.GELU(),
-                                          nn.Linear(2 * channels, channels))
+        self.feed_forward = feed_forward
 
     def branches(self, x: torch.Tensor) -> torch.Tensor:
         """The three attended maps of a normalised map (B, L, C), stacked: (B, 3, L, C)."""
@@ -101,12 +118,39 @@ class FusionBlock(nn.Module):
         """(B, L, C) → (B, L, C), fusion weights (B, 3), temperature (B,)."""
         normed = self.norm(x)
         weights, tau = self.fusion(normed)
-        x = x + (weights[:, :, None, None] * self.branches(normed)).sum(dim=1)
+        if self.attention:
+            x = x + (weights[:, :, None, None] * self.branches(normed)).sum(dim=1)
+        else:
+            x = x + normed
         return x + self.feed_forward(x), weights, tau
+
+
+class _PositionWise(nn.Sequential):
+    """The ``map`` trunk's feed-forward layer: LayerNorm, then C → 2C → C at every position."""
+
+    def __init__(self, channels: int, positions: int) -> None:
+        super().__init__(nn.LayerNorm((positions, channels)), nn.Linear(channels, 2 * channels), nn.GELU(),
+                         nn.Linear(2 * channels, channels))
+
+
+class _Dense(nn.Module):
+    """The ``dense`` trunk's feed-forward layer: LayerNorm, then L·C → F → L·C over the flattened map."""
+
+    def __init__(self, channels: int, positions: int, hidden: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm((positions, channels))
+        self.mix = nn.Sequential(nn.Linear(channels * positions, hidden), nn.GELU(), nn.Linear(hidden, channels * positions))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, L, C) → (B, L, C)."""
+        return self.mix(self.norm(x).flatten(1)).view_as(x)
 
 
 class HarmoAttIK(nn.Module):
     """Pose (B, 7) → joint values (B, m) through attention-fusion blocks.
+
+    The defaults are the ``dense`` trunk. The ``map`` trunk of hik_sim 0.1 was built with
+    ``trunk="map", channels=16, blocks=3, head_hidden=640``.
 
     Args:
         lower: (m,) lower limits of the output joints.
@@ -115,29 +159,51 @@ class HarmoAttIK(nn.Module):
         positions: L, positions of the feature map (half from the position, half from the orientation).
         blocks: number of fusion blocks K.
         embed_hidden: hidden width of each embedding.
-        head_hidden: width of the MLP head's two hidden layers.
+        trunk: ``dense`` or ``map`` (see the module docstring).
+        feed_forward: ``dense`` trunk: hidden width F of each block's feed-forward layer (default L·C).
+        head_hidden: ``map`` trunk: width of the MLP head's two hidden layers (default 640).
+        attention: ``False`` replaces the three attention branches by the identity (the ablation).
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
         hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
+
+    Raises:
+        HikError: sizes below their minimum, an unknown trunk, or an option of the other trunk.
     """
 
-    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, channels: int = 16, positions: int = 16, blocks: int = 3,
-                 embed_hidden: int = 128, head_hidden: int = 640, tau_min: float = 0.25, tau_max: float = 4.0,
-                 hypotheses: int = 1) -> None:
+    def __init__(self, lower: torch.Tensor, upper: torch.Tensor, channels: int = 24, positions: int = 16, blocks: int = 2,
+                 embed_hidden: int = 128, trunk: str = "dense", feed_forward: int | None = None, head_hidden: int | None = None,
+                 attention: bool = True, tau_min: float = 0.25, tau_max: float = 4.0, hypotheses: int = 1) -> None:
         super().__init__()
         if channels < 2 or positions < 2 or blocks < 1:
             raise HikError(f"HarmoAtt-IK needs channels >= 2, positions >= 2, blocks >= 1; got {channels}, {positions}, {blocks}")
-        self.channels, self.positions = channels, positions
+        if trunk not in TRUNKS:
+            raise HikError(f"unknown HarmoAtt-IK trunk {trunk!r}; trunks are: {', '.join(TRUNKS)}")
+        if (trunk == "dense" and head_hidden is not None) or (trunk == "map" and feed_forward is not None):
+            raise HikError(f"the {trunk!r} trunk takes " + ("feed_forward, not head_hidden" if trunk == "dense" else
+                                                            "head_hidden, not feed_forward"))
+        self.channels, self.positions, self.trunk = channels, positions, trunk
         self.pos_positions = positions // 2
         ori_positions = positions - self.pos_positions
         self.pos_embed = nn.Sequential(nn.Linear(3, embed_hidden), nn.GELU(), nn.Linear(embed_hidden, channels * self.pos_positions))
         self.ori_embed = nn.Sequential(nn.Linear(4, embed_hidden), nn.GELU(), nn.Linear(embed_hidden, channels * ori_positions))
         self.position_code = nn.Parameter(torch.zeros(1, positions, channels))
-        self.blocks = nn.ModuleList(FusionBlock(channels, positions, tau_min=tau_min, tau_max=tau_max)
-                                    for _ in range(blocks))
-        self.trunk_head = nn.Sequential(nn.Linear(channels * positions, head_hidden), nn.GELU(),
-                                        nn.Linear(head_hidden, head_hidden), nn.GELU())
-        self.head = LimitHead(head_hidden, lower, upper, hypotheses)
+        width = channels * positions
+
+        def feed_forward_layer() -> nn.Module:
+            if trunk == "map":
+                return _PositionWise(channels, positions)
+            return _Dense(channels, positions, feed_forward or width)
+
+        self.blocks = nn.ModuleList(FusionBlock(channels, positions, feed_forward_layer(), tau_min=tau_min, tau_max=tau_max,
+                                                attention=attention) for _ in range(blocks))
+        if trunk == "map":
+            hidden = head_hidden or 640
+            self.trunk_head = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU())
+        else:
+            hidden = width
+            self.trunk_head = nn.Sequential(nn.LayerNorm(width), nn.GELU())
+        self.head = LimitHead(hidden, lower, upper, hypotheses)
         xavier_init(self)
         nn.init.normal_(self.position_code, std=0.02)
 

@@ -1,0 +1,205 @@
+"""Learning curves: validation error against wall-clock time and against steps, networks side by side.
+
+Each network is trained under the same wall-clock budget (``--minutes``), batch, learning rate,
+schedule (warm-up, cosine over the budget) and seed, on the same number of CPU threads, one after
+the other, and validated every ``--eval-every`` steps on the trainer's validation set. Then:
+
+- **equal time** (the headline: what a user with one machine gets): each network as it stands at
+  the end of the budget, on a separate test set (seed 2024, not the validation set);
+- **equal steps**: each network's validation error at the largest step that every network reached.
+
+Networks (``--models``):
+
+- ``harmoatt``: HarmoAtt-IK, the ``dense`` trunk (the fusion blocks hold ~92 % of the parameters);
+- ``harmoatt_no_attention``: the same network with its three attention branches replaced by the
+  identity (the ablation that says what the attention adds);
+- ``mlp``: the CycleIK-style MLP baseline, width matched to HarmoAtt-IK's parameter count (±1 %);
+- ``harmoatt_map``: HarmoAtt-IK as hik_sim 0.1 built it (``map`` trunk; 2.2 % of the parameters in
+  the fusion blocks), the design this one replaces.
+
+Each name takes ``--hypotheses H`` (H answers per pose, chosen by FK; the MLP gets as many).
+
+Output: a Markdown table on stdout and in ``<out>/learning_curves.md``, raw curves in
+``<out>/learning_curves.json``, plots ``<out>/learning_curves_<robot>.png``. Runs already in the JSON
+are kept (so an interrupted benchmark continues where it stopped); ``--fresh`` starts over.
+
+Usage::
+
+    python benchmarks/learning_curves.py                                   # irb120 + panda, 7 min a network
+    python benchmarks/learning_curves.py --robots g1 talos --minutes 7
+    python benchmarks/learning_curves.py --robots irb120 --hypotheses 4
+    python benchmarks/learning_curves.py --quick                           # seconds: a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hik_sim.data import make_eval_set
+from hik_sim.experiments import TEST_SEED
+from hik_sim.kinematics import Chain
+from hik_sim.models import matched_mlp_hidden
+from hik_sim.robots import get_robot, robot_names
+from hik_sim.train import TrainConfig, evaluate_network, train
+
+NETWORKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "harmoatt": ("harmoatt", {"trunk": "dense"}),
+    "harmoatt_no_attention": ("harmoatt", {"trunk": "dense", "attention": False}),
+    "mlp": ("mlp", {}),
+    "harmoatt_map": ("harmoatt", {"trunk": "map", "channels": 16, "blocks": 3}),
+}
+QUICK_HARMOATT = {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 16}
+CURVE_METRICS = ("pos_mean_mm", "rot_mean_deg", "success_5mm_2deg")
+
+
+def network_config(name: str, robot_dof: int, args: argparse.Namespace) -> TrainConfig:
+    """The training configuration of network ``name``: everything but the model equal across names."""
+    model, options = NETWORKS[name]
+    options = dict(options)
+    if args.quick and model == "harmoatt":
+        options |= QUICK_HARMOATT | ({"feed_forward": 32} if options["trunk"] == "dense" else {"head_hidden": 32})
+    if args.hypotheses > 1:
+        options["hypotheses"] = args.hypotheses
+    if model == "mlp":
+        reference = dict(NETWORKS["harmoatt"][1]) | (QUICK_HARMOATT | {"feed_forward": 32} if args.quick else {})
+        options["hidden"] = matched_mlp_hidden(robot_dof, hypotheses=args.hypotheses, **reference)
+    return TrainConfig(model=model, steps=10**9, minutes=args.minutes, batch=args.batch, lr=args.lr, seed=args.seed,
+                       device="cpu", model_options=tuple(options.items()), eval_size=args.eval_size,
+                       eval_every=args.eval_every, normalizer_samples=5000 if args.quick else 100_000)
+
+
+def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Train one network under the budget; its curve and its test-set metrics."""
+    robot = get_robot(robot_name)
+    config = network_config(name, robot.dof, args)
+    result = train(robot, config, progress=not args.no_progress)
+    chain = Chain(robot)
+    test = evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, args.targets))
+    curve = [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history]
+    return {"robot": robot_name, "network": name, "hypotheses": args.hypotheses, "parameters": result.card.parameters,
+            "steps": result.card.steps, "seconds": result.card.training_seconds,
+            "steps_per_second": result.card.metrics["steps_per_second"], "model_options": result.card.model_options,
+            "curve": curve, "test": test}
+
+
+def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float]:
+    """The last validation at or before ``step``."""
+    return [point for point in curve if point["step"] <= step][-1]
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    """Per robot: the equal-time table (test set) and the equal-steps table (validation set)."""
+    lines = []
+    for robot in dict.fromkeys(r["robot"] for r in runs):
+        rows = [r for r in runs if r["robot"] == robot]
+        common = min(r["curve"][-1]["step"] for r in rows)
+        lines += [f"**{robot}**, {rows[0]['minutes']:g} min each, {rows[0]['hypotheses']} answer(s)", "",
+                  "| network | params | steps/s | steps | equal time: pos mean [mm] | rot mean [°] | success 5 mm & 2° "
+                  f"| equal steps ({common:,}): pos mean [mm] | rot mean [°] | success |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sorted(rows, key=lambda r: r["test"]["pos_mean_mm"]):
+            t, s = r["test"], at_step(r["curve"], common)
+            lines.append(f"| {r['network']} | {r['parameters']:,} | {r['steps_per_second']:.1f} | {r['steps']:,} "
+                         f"| {t['pos_mean_mm']:.2f} | {t['rot_mean_deg']:.2f} | {100 * t['success_5mm_2deg']:.1f} % "
+                         f"| {s['pos_mean_mm']:.2f} | {s['rot_mean_deg']:.2f} | {100 * s['success_5mm_2deg']:.1f} % |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(runs: list[dict[str, Any]], out: Path) -> list[Path]:
+    """One figure per robot: position and rotation error against time and against steps (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for robot in dict.fromkeys(r["robot"] for r in runs):
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharey="row")
+        for r in (r for r in runs if r["robot"] == robot):
+            curve = r["curve"]
+            for row, metric in enumerate(("pos_mean_mm", "rot_mean_deg")):
+                axes[row, 0].plot([p["elapsed_s"] / 60 for p in curve], [p[metric] for p in curve], label=r["network"])
+                axes[row, 1].plot([p["step"] for p in curve], [p[metric] for p in curve], label=r["network"])
+        for row, label in enumerate(("position error, mean [mm]", "rotation error, mean [°]")):
+            axes[row, 0].set_ylabel(label)
+            for col in range(2):
+                axes[row, col].set_yscale("log")
+                axes[row, col].grid(True, which="both", alpha=0.3)
+        axes[1, 0].set_xlabel("training time [min]")
+        axes[1, 1].set_xlabel("optimiser steps")
+        axes[0, 0].set_title("against wall-clock time (the headline)")
+        axes[0, 1].set_title("against steps")
+        axes[0, 0].legend()
+        fig.suptitle(f"{robot}: validation error while training (CPU, {runs[0]['threads']} thread(s) each)")
+        fig.tight_layout()
+        path = out / f"learning_curves_{robot}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="learning_curves", description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="*", default=["irb120", "panda"], choices=list(robot_names()),
+                        help="robots (default irb120 panda)")
+    parser.add_argument("--models", nargs="*", default=list(NETWORKS), choices=list(NETWORKS), help="networks (default all)")
+    parser.add_argument("--hypotheses", type=int, default=1, help="answers per pose for every network (default 1)")
+    parser.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget per network [min] (default 7)")
+    parser.add_argument("--batch", type=int, default=1024, help="batch (default 1024)")
+    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads per run (default 1)")
+    parser.add_argument("--eval-every", type=int, default=250, help="steps between validations (default 250)")
+    parser.add_argument("--eval-size", type=int, default=2000, help="validation targets (default 2000)")
+    parser.add_argument("--targets", type=int, default=10_000, help="test targets at the end (default 10000)")
+    parser.add_argument("--quick", action="store_true", help="tiny networks and budgets: a smoke test")
+    parser.add_argument("--fresh", action="store_true", help="ignore runs already in the output JSON")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    if args.minutes <= 0 or args.hypotheses < 1 or args.threads < 1 or args.targets < 1:
+        parser.error("--minutes must be positive; --hypotheses, --threads and --targets at least 1")
+    if args.quick:
+        args.batch, args.eval_size, args.eval_every, args.targets = 64, 128, 5, 256
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record_path = args.out / "learning_curves.json"
+    runs: list[dict[str, Any]] = []
+    if record_path.exists() and not args.fresh:
+        runs = json.loads(record_path.read_text())["runs"]
+    for robot_name in args.robots:
+        for name in args.models:
+            key = (robot_name, name, args.hypotheses, args.minutes)
+            if any((r["robot"], r["network"], r["hypotheses"], r["minutes"]) == key for r in runs):
+                continue
+            run = run_one(robot_name, name, args) | {"minutes": args.minutes, "threads": args.threads,
+                                                     "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            runs.append(run)
+            record = {"platform": platform.platform(), "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
+                      "runs": runs}
+            record_path.write_text(json.dumps(record, indent=1) + "\n")  # after every run: an interruption loses one run
+            print(f"{robot_name} {name}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
+                  f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
+    shown = [r for r in runs if r["robot"] in args.robots and r["network"] in args.models
+             and (r["hypotheses"], r["minutes"]) == (args.hypotheses, args.minutes)]
+    table = markdown(shown)
+    print(table)
+    (args.out / "learning_curves.md").write_text(table)
+    for path in plot(shown, args.out):
+        print(f"wrote {path}", file=sys.stderr)
+    print(f"wrote {record_path} and {args.out / 'learning_curves.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
