@@ -15,7 +15,12 @@ an interrupted one resumed with the same command end with the same weights (on t
 step budget).
 
 Multi-GPU: ``torchrun --nproc_per_node N -m hik_sim.train ...`` trains with DistributedDataParallel
-(each process draws its own batches; rank 0 validates and saves).
+(gradients averaged; rank 0 validates and saves). Each process draws its own batches from its own
+generator, and the checkpoint keeps every rank's generator state, so ``--resume`` with the same
+number of processes continues every rank's stream. The ranks agree on one clock (the slowest
+rank's elapsed time) for the learning-rate schedule, the ``--minutes`` budget and the periodic
+checkpoints, and on stopping when any of them is signalled, so they always take the same steps;
+the adaptive β's running error is averaged over the ranks after every step.
 
 Examples::
 
@@ -133,6 +138,8 @@ class TrainConfig:
             raise HikError("lr and grad_clip must be positive, final_lr_fraction in (0, 1], warmup_steps >= 0")
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
             raise HikError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.model == "harmoatt" and "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
+            object.__setattr__(self, "model_options", (("trunk", "dense"), *self.model_options))
         if not self.checkpoint_minutes > 0:
             raise HikError(f"checkpoint_minutes must be positive, got {self.checkpoint_minutes}")
 
@@ -321,6 +328,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     out = check_checkpoint_path(out) if out is not None and rank == 0 else None  # before any work, not after it
     device = _device(config.device, local_rank)
     started_group = world > 1 and not torch.distributed.is_initialized()
+    if world > 1 and device.type == "cuda":
+        torch.cuda.set_device(device)  # NCCL collectives run on the current device: one per rank
     if started_group:
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
     chain = Chain(robot)
@@ -352,7 +361,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         init = dict(payload["card"].get("init", {}))
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
-        generator.set_state(state["generator"].cpu() if device.type == "cpu" else state["generator"])
+        generator.set_state(_rank_generator_state(state, rank, world, resume))
         step, elapsed_before, history = int(state["step"]), float(state["elapsed"]), list(state["history"])
     first_step = step
     model = network
@@ -395,19 +404,33 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         )
 
     def save(card: Card) -> Path | None:
+        """Rank 0 writes the checkpoint; every rank must call it (the generator states are gathered)."""
+        generators = [generator.get_state()]
+        if world > 1:
+            generators = [torch.empty(0, dtype=torch.uint8)] * world
+            torch.distributed.all_gather_object(generators, generator.get_state())
         if out is None:
             return None
-        resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generator.get_state(),
-                        "step": step, "elapsed": card.training_seconds, "history": history}
+        resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generators[0],
+                        "generators": generators, "step": step, "elapsed": card.training_seconds, "history": history}
         return save_checkpoint(out, network, card, resume_state)
 
+    def agreed(now: float, stopping: bool) -> tuple[float, bool]:
+        """The slowest rank's clock [s], and whether any rank was asked to stop: the same on every rank."""
+        if world == 1:
+            return now, stopping
+        flags = torch.tensor([now, float(stopping)], dtype=torch.float64, device=device)
+        torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+        return float(flags[0]), bool(flags[1] > 0)
+
     step_loss = torch.compile(batch_loss) if config.compile else batch_loss
-    saved_at = time.perf_counter()
 
     with _denormals_flushed(device), _StopRequest() as stop:
-        while step < config.steps and elapsed() < budget_s and stop.signal is None:
+        now, stopping = agreed(elapsed(), False)
+        saved_at = now
+        while step < config.steps and now < budget_s and not stopping:
             batch = next(stream)
-            lr = _learning_rate(config, step, max(step / config.steps, elapsed() / budget_s))
+            lr = _learning_rate(config, step, max(step / config.steps, now / budget_s))
             for group in optimizer.param_groups:
                 group["lr"] = lr
             terms = step_loss(batch.pos, batch.quat)
@@ -415,9 +438,13 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             terms.total.backward()
             torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
             optimizer.step()
+            if world > 1:  # one β for all ranks: average the running error each rank folded its own batch into
+                torch.distributed.all_reduce(loss_fn.running_error)
+                loss_fn.running_error.div_(world)
             step += 1
             bar.update(1)
-            last = step >= config.steps or elapsed() >= budget_s or stop.signal is not None
+            now, stopping = agreed(elapsed(), stop.signal is not None)
+            last = step >= config.steps or now >= budget_s or stopping
             if rank == 0 and (step % config.eval_every == 0 or last):
                 metrics = {"step": step, "elapsed_s": elapsed(), "loss": float(terms.total.detach()), "beta": float(terms.beta),
                            "entropy": float(terms.entropy.detach()), **evaluate_network(network, chain, eval_set)}
@@ -425,16 +452,36 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
                 history.append(metrics)
                 bar.set_postfix(pos=f"{metrics['pos_mean_mm']:.1f}mm", rot=f"{metrics['rot_mean_deg']:.1f}°",
                                 ok=f"{100 * metrics['success_5mm_2deg']:.1f}%", lr=f"{lr:.1e}")
-            if not last and out is not None and time.perf_counter() - saved_at >= 60 * config.checkpoint_minutes:
+            if not last and now - saved_at >= 60 * config.checkpoint_minutes:  # the agreed clock: every rank gathers
                 save(card_now())
-                saved_at = time.perf_counter()
+                saved_at = now
         bar.close()
         network.eval()
         card = card_now()
         path = save(card)  # still under the handlers: a signal now cannot cut the final save short
     if started_group:
         torch.distributed.destroy_process_group()
-    return TrainResult(network, card, path, history, steps_this_run=step - first_step, stopped_by=stop.signal)
+    # a rank that was not signalled itself stops with the others (torchrun forwards a signal to every rank)
+    return TrainResult(network, card, path, history, steps_this_run=step - first_step,
+                       stopped_by=stop.signal or ("SIGTERM" if stopping else None))
+
+
+def _rank_generator_state(state: dict[str, Any], rank: int, world: int, resume: str | os.PathLike[str]) -> torch.Tensor:
+    """The batch generator state of ``rank`` in a checkpoint's resume state.
+
+    Raises:
+        TrainingError: the run was trained with another number of processes.
+    """
+    generators = state.get("generators")
+    if generators is None:  # written before per-rank states were kept: rank 0's alone
+        if world > 1:
+            raise TrainingError(f"{resume} keeps the batch generator of one process only; resume it with one process, "
+                                "or start a new run from its weights with --init-from")
+        return state["generator"].cpu()
+    if len(generators) != world:
+        raise TrainingError(f"{resume} was trained by {len(generators)} process(es); resume it with as many "
+                            f"(torchrun --nproc_per_node {len(generators)}), not {world}")
+    return generators[rank].cpu()
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from hik_sim.train import main as train_main
 
 TINY = {
     "mlp": (("hidden", 64), ("layers", 2)),
-    "harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("head_hidden", 64)),
+    "harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("feed_forward", 32)),
 }
 
 
@@ -152,6 +152,26 @@ def test_network_rejects_non_finite_and_misshapen_targets() -> None:
         network.solve(torch.zeros(1, 2), quat)
 
 
+def _torchrun(*args: str) -> str:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = Path(__file__).with_name("ddp_probe.py")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(probe), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _ranks(folder) -> list[dict]:  # noqa: ANN001
+    return [torch.load(folder / f"rank{r}.pt", weights_only=True) for r in (0, 1)]
+
+
+def _same_weights(a: dict, b: dict) -> bool:
+    return all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+
+
 def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
@@ -164,6 +184,33 @@ def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: A
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("trained mlp for irb120: 4 steps") == 1  # rank 0 alone reports and saves
     assert load_checkpoint(out)[1].device == "cpu x2"
+
+
+def test_ddp_ranks_draw_their_own_data_and_keep_identical_weights_and_beta(tmp_path) -> None:  # noqa: ANN001
+    _torchrun(str(tmp_path), "12")
+    zero, one = _ranks(tmp_path)
+    assert zero["steps"] == one["steps"] == 12
+    assert not torch.equal(zero["first_q"], one["first_q"])  # each rank its own batches
+    assert _same_weights(zero, one)  # gradients averaged: the weights never drift apart
+    assert zero["running_error"] == one["running_error"] > 0  # one β for all ranks
+    saved = read_checkpoint(tmp_path / "run.pt")["resume"]["generators"]
+    assert torch.equal(saved[0], zero["generator"]) and torch.equal(saved[1], one["generator"])
+    # resuming continues every rank's own stream, and the ranks stay in step
+    _torchrun(str(tmp_path), "20", "--resume")
+    zero_r, one_r = _ranks(tmp_path)
+    assert zero_r["steps"] == one_r["steps"] == 20 and _same_weights(zero_r, one_r)
+    assert not torch.equal(zero_r["first_q"], one_r["first_q"])
+    assert not torch.equal(zero_r["generator"], one_r["generator"])
+    assert zero_r["running_error"] == one_r["running_error"]
+
+
+def test_ddp_ranks_stop_together_under_a_time_budget(tmp_path) -> None:  # noqa: ANN001
+    _torchrun(str(tmp_path), "1000000", "--minutes", "0.1")
+    zero, one = _ranks(tmp_path)
+    assert zero["steps"] == one["steps"] > 10  # one agreed clock: the same stopping step on both ranks
+    assert _same_weights(zero, one)
+    card = load_checkpoint(tmp_path / "run.pt")[1]
+    assert card.steps == zero["steps"] and 5.5 <= card.training_seconds < 30
 
 
 def test_a_network_with_several_hypotheses_trains_chooses_by_fk_and_round_trips(tmp_path) -> None:  # noqa: ANN001
