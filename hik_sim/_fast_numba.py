@@ -160,8 +160,10 @@ def _layer_norm(P, w, b, eps, x, n, out):  # noqa: ANN001, ANN202
         var += d * d
     scale = 1.0 / math.sqrt(var / n + eps)
     if w >= 0:
+        weight = P[w:w + n]
+        bias = P[b:b + n]
         for i in range(n):
-            out[i] = (x[i] - mean) * scale * P[w + i] + P[b + i]
+            out[i] = (x[i] - mean) * scale * weight[i] + bias[i]
     else:
         for i in range(n):
             out[i] = (x[i] - mean) * scale
@@ -302,21 +304,25 @@ def harmoatt_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E741, C901
             cc = I[s + 9]
             for pos in range(L):
                 _linear(P, cc, -1, C, C, normed[pos * C:(pos + 1) * C], t5[pos * C:(pos + 1) * C])
-            cp = I[s + 10]
+            wp = P[I[s + 10]:I[s + 10] + L * L]
             for i in range(LC):
                 gate[i] = 0.0
             for pos in range(L):
                 for m in range(L):
-                    wpm = np.float64(P[cp + pos * L + m])
+                    wpm = np.float64(wp[pos * L + m])
                     for c in range(C):
                         gate[pos * C + c] += wpm * t5[m * C + c]
             cell = I[s + 11]
+            value_w = P[cell:cell + LC]
+            context_w = P[cell + LC:cell + 2 * LC]
+            cross_b = P[cell + 2 * LC:cell + 3 * LC]
             for pos in range(L):
+                spatial = w1 * t4[pos]
                 for c in range(C):
                     i = pos * C + c
                     v = normed[i]
-                    cross = _sigmoid(P[cell + i] * v + P[cell + LC + i] * gate[i] + P[cell + 2 * LC + i])
-                    feat[i] += w0 * v * t3[c] + w1 * v * t4[pos] + w2 * v * cross
+                    cross = _sigmoid(value_w[i] * v + context_w[i] * gate[i] + cross_b[i])
+                    feat[i] += v * (w0 * t3[c] + spatial + w2 * cross)
         else:
             for i in range(LC):
                 feat[i] += normed[i]
