@@ -81,6 +81,8 @@ def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, A
     robot = get_robot(robot_name)
     config = network_config(name, robot.dof, args)
     result = train(robot, config, progress=not args.no_progress)
+    if result.stopped_by is not None:  # Ctrl-C/SIGTERM: a cut-short run is not a point on the curve
+        raise SystemExit(f"stopped by {result.stopped_by} during {robot_name} {name}; the runs before it are kept")
     chain = Chain(robot)
     test = evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, args.targets))
     curve = [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history]

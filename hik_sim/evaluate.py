@@ -60,7 +60,7 @@ from hik_sim.robots import RobotSpec
 
 __all__ = ["EvalConfig", "PolicySpec", "build_policy", "claim_run_folder", "evaluate", "paper_suite", "summary_markdown", "main"]
 
-POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "hybrid", "multistart", "lm", "dm_control")
+POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid", "multistart", "lm", "dm_control")
 NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
 LIMIT_SLACK = 1e-4  # [rad]: MuJoCo's joint limits are stiff but soft; smaller excursions are not counted
@@ -142,14 +142,15 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
     from hik_sim.kinematics import Chain
     from hik_sim.policies import IKController, hybrid_seed_name, load_pretrained, pretrained_names
     from hik_sim.scene import SceneOptions
-    from hik_sim.solvers import DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+    from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
     chain = Chain(robot)
     lead = SceneOptions().servo_lag
     shipped = [n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/")]
-    if not shipped and name in ("harmoatt", "mlp", "hybrid") and not (name == "hybrid" and seed_network):
+    seeded = ("hybrid", "closed_loop")  # policies built on the robot's best network, or on --checkpoint for a user robot
+    if not shipped and name in ("harmoatt", "mlp", *seeded) and not (name in seeded and seed_network):
         raise HikError(f"policy {name!r} needs a network, and none is shipped for robot {robot.name!r}: "
-                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if name == "hybrid"
+                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if name in seeded
                           else "give a checkpoint trained for it (--checkpoint PATH.pt, or the path as a policy)")
                        + f", or a policy without a network: {', '.join(NETWORK_FREE_POLICIES)}, dm_control")
     if name in ("harmoatt", "mlp") or name in shipped or Path(name).suffix == ".pt":
@@ -162,12 +163,15 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
             card, label = network.card, name
         solver = NeuralIK(network, chain)
         return PolicySpec(label, solver, IKController(solver, lead_time=lead), card.to_json())
-    if name == "hybrid":
+    if name in seeded:
         if shipped:
             network = load_pretrained(robot.name, hybrid_seed_name(robot.name), map_location=device)
         else:
             network, card = load_checkpoint(seed_network, robot=robot, map_location=device)
             network.card = card
+        if name == "closed_loop":  # the network closed on its own error, no least-squares solver
+            solver = NeuralIK(network, chain, corrections=CLOSED_LOOP_CORRECTIONS)
+            return PolicySpec(name, solver, IKController(solver, lead_time=lead), network.card.to_json())
         return PolicySpec(name, HybridIK(network, LMRefiner(chain)), IKController(SingleTargetIK(chain, network), lead_time=lead),
                           network.card.to_json())
     if name == "multistart":  # from the current joints first while tracking (no jumps between IK branches)

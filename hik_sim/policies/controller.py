@@ -22,12 +22,12 @@ import torch
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.robots import RobotSpec
-from hik_sim.solvers import DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
-CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "harmoatt", "mlp", "multistart", "lm", "dm_control")
-NETWORK_KINDS: tuple[str, ...] = ("hybrid", "harmoatt", "mlp")
+CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "multistart", "lm", "dm_control")
+NETWORK_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp")
 """The kinds that need a network shipped for the robot."""
 
 
@@ -64,8 +64,10 @@ class IKController:
         Args:
             robot: registered robot name, or any :class:`~hik_sim.robots.RobotSpec` (a URDF robot
                 too: ``lm``, ``multistart`` and ``dm_control`` need no network).
-            kind: ``hybrid`` (network seed + LM, single-target path), ``harmoatt`` or ``mlp``
-                (network alone), ``multistart`` (LM from the current joints, then random seeds,
+            kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
+                hybrid's seed network closed on its own error by
+                :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
+                least-squares solver), ``harmoatt`` or ``mlp`` (network alone, open loop), ``multistart`` (LM from the current joints, then random seeds,
                 10 in all), ``lm`` (LM from the current joints, then up to 9 random restarts,
                 single-target path), ``dm_control``. The first three need a network shipped for
                 the robot; for a robot without one, build ``IKController(SingleTargetIK(chain,
@@ -90,6 +92,8 @@ class IKController:
                            "IKController(SingleTargetIK(chain, network)) on a network trained for it")
         if kind == "hybrid":
             solver: Any = SingleTargetIK(chain, load_pretrained(spec.name, hybrid_seed_name(spec.name)))
+        elif kind == "closed_loop":
+            solver = NeuralIK(load_pretrained(spec.name, hybrid_seed_name(spec.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS)
         elif kind in ("harmoatt", "mlp"):
             solver = NeuralIK(load_pretrained(spec.name, kind), chain)
         elif kind == "multistart":
