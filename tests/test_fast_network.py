@@ -243,3 +243,17 @@ def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     w2, x2, y2, z2 = b
     return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
                      w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+@pytest.mark.parametrize("variant", ["dense_3answers", "mlp"])
+def test_single_target_ik_seeds_with_the_fast_network(irb120: Chain, variant: str) -> None:
+    from hik_sim.solvers import SingleTargetIK
+
+    network = _tiny(irb120, *TINY[variant])
+    solver = SingleTargetIK(irb120, network, max_iterations=0, restarts=0)  # the answer is the seed itself
+    assert isinstance(solver.fast_network, FastIKNetwork)
+    targets = make_eval_set(irb120, 6, 20).batch
+    _, ranked = _reference(network, targets.pos, targets.quat)
+    for i in range(20):
+        q = solver.solve_one(targets.pos[i], targets.quat[i]).q[0].numpy()
+        assert np.abs(q - ranked[i, 0]).max() < TOLERANCE
