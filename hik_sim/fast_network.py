@@ -12,11 +12,10 @@ one of two backends:
   matrices cost float32's memory traffic and the answer is the float64 forward pass.
 - ``numpy`` (always there; the fallback): a fused float64 NumPy program. Everything linear
   between two nonlinearities is folded into one matrix (the two embeddings into one
-  block-diagonal pair of layers; in a fusion block, the pooled means, the gates' and the weight
-  network's first layers and the cross-dimensional context, a Kronecker product of its C × C and
-  L × L maps, into one matrix on the normalised map and its two max-pools; a LayerNorm's affine
-  part into the layer that reads it alone; GELU's constants into the layers around it). The exact
-  GELU uses ``scipy.special.erf``, as ``torch.nn.GELU()`` computes it.
+  block-diagonal pair of layers; in a fusion block, the pooled means and the first layers of the
+  gates and of the weight network into one matrix on the normalised map and its two max-pools; a
+  LayerNorm's affine part into the layer that reads it alone; GELU's constants into the layers
+  around it). The exact GELU uses ``scipy.special.erf``, as ``torch.nn.GELU()`` computes it.
 
 Both compute in float64, on purpose. The float32 torch model is not reproducible to 1e-5 by any
 other float32 program, not even by itself: on the shipped IRB120 networks its batch-1 and
@@ -577,20 +576,21 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     mean_over_c = np.kron(np.eye(L), np.ones((1, C))) / C  # (L, LC): mean over channels
 
     # one matrix on [normed (LC), max over L (C), max over C (L)] → z = [weight-net hidden (C),
-    # channel-gate hidden (r), spatial logits (L), cross logits (LC)]
+    # channel-gate hidden (r), spatial logits (L)]; the cross logits value·x + context_w·(Wp x Wcᵀ) + b
+    # apart (folding their context too, a Kronecker product of (LC)² values, costs more memory
+    # traffic than the two small products it saves)
     wn1_w, wn1_b = _linear(wn1, pre)
     cg1_w, cg1_b = _linear(cg1, pre)
     sp_w, sp_b = _linear(block.spatial_gate)
-    value_w, context_w, cross_b = (_array(t).reshape(-1) for t in block.cross_cell)
-    mix = np.kron(_array(block.cross_position_mix.weight), _array(block.cross_channel_mix.weight))  # (LC, LC)
-    big = np.zeros((C + r + L + LC, LC + C + L))
+    value_w, context_w, cross_b = _f64(*(_array(t) for t in block.cross_cell))  # (L, C) each
+    channel_mix_t, position_mix = _f64(_array(block.cross_channel_mix.weight).T, _array(block.cross_position_mix.weight))
+    big = np.zeros((C + r + L, LC + C + L))
     big[:C, :LC] = wn1_w[:, :C] @ mean_over_l
     big[:C, LC:LC + C] = wn1_w[:, C:]
     big[C:C + r, :LC] = cg1_w @ mean_over_l
-    big[C + r:C + r + L, :LC] = sp_w[:, :L] @ mean_over_c
-    big[C + r:C + r + L, LC + C:] = sp_w[:, L:]
-    big[C + r + L:, :LC] = np.diag(value_w) + context_w[:, None] * mix
-    big_b = np.concatenate((wn1_b, cg1_b, sp_b, cross_b))
+    big[C + r:, :LC] = sp_w[:, :L] @ mean_over_c
+    big[C + r:, LC + C:] = sp_w[:, L:]
+    big_b = np.concatenate((wn1_b, cg1_b, sp_b))
     # second layers of the weight network (4 logits) and the channel gate (C), on their GELUs
     wn2_w, wn2_b = _linear(wn2, post_of_input=post)
     cg2_w, cg2_b = _linear(cg2, post_of_input=post)
@@ -599,7 +599,7 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     second_b = np.concatenate((wn2_b, cg2_b))
     big, big_b, second, second_b = _f64(big, big_b, second, second_b)
     stacked = np.empty(LC + C + L)
-    concatenate, maximum = np.concatenate, np.maximum
+    maximum = np.maximum
 
     def forward(x: np.ndarray) -> np.ndarray:
         normed = _normalise(x, inv_size, norm_eps)
@@ -619,17 +619,21 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
         top = max(a, b, c)
         a, b, c = math.exp(a - top), math.exp(b - top), math.exp(c - top)
         total = a + b + c
-        gates = expit(z[C + r:])  # spatial (L), cross (LC)
-        gate = gates[L:]
+        context = position_mix @ (grid @ channel_mix_t)
+        context *= context_w
+        gate = grid * value_w
+        gate += context
+        gate += cross_b
+        expit(gate, out=gate)
         gate *= c / total
-        grid_gate = gate.reshape(L, C)
-        grid_gate += expit(out[4:]) * (a / total)
-        spatial = gates[:L]
+        gate += expit(out[4:]) * (a / total)
+        spatial = expit(z[C + r:])
         spatial *= b / total
-        grid_gate += spatial[:, None]
-        gate *= normed
-        gate += x
-        return feed_forward(gate)
+        gate += spatial[:, None]
+        gate *= grid
+        flat = gate.reshape(-1)
+        flat += x
+        return feed_forward(flat)
 
     return forward
 
