@@ -876,7 +876,7 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     P, I, S = pack.array(), np.asarray(slots, dtype=np.int64), np.asarray(constants, dtype=np.float64)
     outputs, joints = head.linear.out_features, head.center.numel()
     width = max(LC, ff_hidden, head_hidden, pos_embed[0].out_features, ori_embed[0].out_features, 2 * C, 2 * L, 4)
-    work = np.zeros((8, width))
+    work = np.zeros((9, width))
     kernel, fused_kernel = _fast_numba.harmoatt_forward, _fast_numba.harmoatt_solve
     N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
 
