@@ -7,9 +7,12 @@ of an :class:`~hik_sim.network.IKNetwork` once and computes the same function fo
 one of two backends:
 
 - ``numba`` (the extra ``hik_sim[fast]``): the whole forward pass is one compiled call
-  (:mod:`hik_sim._fast_numba`). The weights stay the torch model's float32 values, every
-  activation and sum is float64 (a float32 weight times a float64 activation is exact), so the big
-  matrices cost float32's memory traffic and the answer is the float64 forward pass.
+  (:mod:`hik_sim._fast_numba`), input checks, normalisation and clamping included. The weights
+  stay the torch model's float32 values, every activation and sum is float64 (a float32 weight
+  times a float64 activation is exact), so the big matrices cost float32's memory traffic and the
+  answer is the float64 forward pass. erf and the gates' exp are branch-free polynomials (within
+  6e-15 and 5e-16 of libm) that vectorise: libm's cost ~10 ns a call, and a network makes
+  thousands.
 - ``numpy`` (always there; the fallback): a fused float64 NumPy program. Everything linear
   between two nonlinearities is folded into one matrix (the two embeddings into one
   block-diagonal pair of layers; in a fusion block, the pooled means and the first layers of the
@@ -27,12 +30,13 @@ float32 model to that model's own rounding.
 
 Several answers (``hypotheses`` > 1) are ranked like :meth:`IKNetwork.rank
 <hik_sim.network.IKNetwork.rank>` (position error / 5 mm + rotation error / 2° of each answer's
-forward kinematics), with MuJoCo's C forward kinematics in float64
-(:class:`~hik_sim.single_target.SingleTargetKinematics`, a few µs per answer) instead of
-pytorch-kinematics in the network's dtype: answers whose scores differ by less than that dtype's
-rounding may be ordered differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
-:meth:`~FastIKNetwork.solve_all`'s cost (one FK per answer); :meth:`FastIKNetwork.forward` and
-:meth:`~FastIKNetwork.candidates` are the network alone.
+forward kinematics), with float64 forward kinematics of the same chain geometry instead of
+pytorch-kinematics in the network's dtype: compiled (``numba``, about 1 µs for 4 answers) or
+MuJoCo's C functions (:class:`~hik_sim.single_target.SingleTargetKinematics`, a few µs per
+answer). Answers whose scores differ by less than the network's dtype's rounding may be ordered
+differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
+:meth:`~FastIKNetwork.solve_all`'s cost (one FK per answer, as the solvers count it);
+:meth:`FastIKNetwork.forward` and :meth:`~FastIKNetwork.candidates` are the network alone.
 
 A :class:`FastIKNetwork` keeps scratch buffers: use one instance per thread.
 """
@@ -64,6 +68,7 @@ def numba_available() -> bool:
     except ImportError:
         return False
     return True
+
 
 _SQRT1_2 = math.sqrt(0.5)
 

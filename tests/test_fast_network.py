@@ -257,3 +257,15 @@ def test_single_target_ik_seeds_with_the_fast_network(irb120: Chain, variant: st
     for i in range(20):
         q = solver.solve_one(targets.pos[i], targets.quat[i]).q[0].numpy()
         assert np.abs(q - ranked[i, 0]).max() < TOLERANCE
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("variant", ["map", "mlp"])
+def test_tanh_gelu_networks_agree_with_torch(irb120: Chain, variant: str, backend: str) -> None:
+    from torch import nn
+
+    network = _tiny(irb120, *TINY[variant])
+    for module in network.modules():
+        if isinstance(module, nn.GELU):
+            module.approximate = "tanh"
+    _check_agreement(network, irb120, network.selection, backend)
