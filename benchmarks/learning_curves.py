@@ -28,6 +28,7 @@ Usage::
     python benchmarks/learning_curves.py                                   # irb120 + panda, 7 min a network
     python benchmarks/learning_curves.py --robots g1 talos --minutes 7
     python benchmarks/learning_curves.py --robots irb120 --hypotheses 4
+    python benchmarks/learning_curves.py --robots irb120 --save runs/curves  # keep the networks (and their cards)
     python benchmarks/learning_curves.py --quick                           # seconds: a smoke test
 """
 
@@ -80,7 +81,8 @@ def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, A
     """Train one network under the budget; its curve and its test-set metrics."""
     robot = get_robot(robot_name)
     config = network_config(name, robot.dof, args)
-    result = train(robot, config, progress=not args.no_progress)
+    out = args.save / robot_name / f"{name}{'' if args.hypotheses == 1 else f'_{args.hypotheses}answers'}.pt" if args.save else None
+    result = train(robot, config, out=out, progress=not args.no_progress)
     if result.stopped_by is not None:  # Ctrl-C/SIGTERM: a cut-short run is not a point on the curve
         raise SystemExit(f"stopped by {result.stopped_by} during {robot_name} {name}; the runs before it are kept")
     chain = Chain(robot)
@@ -167,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny networks and budgets: a smoke test")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in the output JSON")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    parser.add_argument("--save", type=Path, default=None, help="also keep each trained network: SAVE/<robot>/<network>.pt")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.hypotheses < 1 or args.threads < 1 or args.targets < 1:

@@ -61,7 +61,7 @@ from hik_sim.network import IKNetwork
 from hik_sim.robots import RobotSpec
 from hik_sim.rotations import position_error, rotation_error
 
-__all__ = ["TrainConfig", "TrainResult", "train", "evaluate_network", "main"]
+__all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main"]
 
 
 @dataclass(frozen=True)
@@ -482,6 +482,28 @@ def _rank_generator_state(state: dict[str, Any], rank: int, world: int, resume: 
         raise TrainingError(f"{resume} was trained by {len(generators)} process(es); resume it with as many "
                             f"(torchrun --nproc_per_node {len(generators)}), not {world}")
     return generators[rank].cpu()
+
+
+def train_to_checkpoint(robot: str, config: dict[str, Any], path: str, threads: int | None = None) -> str:
+    """Train a registered robot's network and write it to ``path`` without optimiser state: a worker
+    process's job (``scripts/train_pretrained.py --parallel``), so every argument is plain data.
+
+    Args:
+        robot: registered robot name.
+        config: :meth:`TrainConfig.to_json` of the run.
+        path: the checkpoint to write.
+        threads: torch threads for this process (default: torch's).
+
+    Returns:
+        ``path``.
+    """
+    from hik_sim.robots import get_robot
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    result = train(get_robot(robot), TrainConfig.from_json(config), out=None, progress=False)
+    save_checkpoint(path, result.network.cpu(), result.card)
+    return path
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:

@@ -17,6 +17,20 @@ Usage::
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --ship runs/train/irb120/harmoatt.pt
 
+``--parallel N`` trains N checkpoints at a time, each in its own process: on one GPU
+(``--device cuda``) every robot's networks side by side, each under the same ``--minutes``
+budget (then the MLP gets that budget too, not its partner's steps: equal wall-clock time, the
+comparison a user with one machine makes). On a CPU the processes share its cores
+(``--threads`` each). A summary of every run (steps, time, validation metrics) is printed and
+written to ``--summary`` (Markdown and JSON).
+
+GPU recipe (one prepared command, ≤ 10 minutes)::
+
+    python scripts/train_pretrained.py --device cuda --parallel 16 --minutes 8 --lr 3e-3 \
+        --out runs/gpu/pretrained --summary runs/gpu/summary
+
+then compare ``runs/gpu/summary.md`` with the shipped cards and ship the better ones with ``--ship``.
+
 ``--ship`` takes a checkpoint trained by ``python -m hik_sim.train`` (e.g. a run continued with
 ``--init-from`` the shipped file) and ships it in place of one checkpoint: weights and card, without
 optimiser state, and its index entry (steps and training time over the whole lineage).
@@ -27,15 +41,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
-
 
 from hik_sim.checkpoint import Card, load_checkpoint, save_checkpoint
 from hik_sim.models import matched_mlp_hidden
 from hik_sim.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.train import TrainConfig, train
+from hik_sim.train import TrainConfig, train, train_to_checkpoint
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
 SEED_NETWORKS = {"irb120": 4}  # robot → answers of its hybrid seed network, harmoatt_<H>answers
@@ -80,9 +96,18 @@ def main(argv: list[str] | None = None) -> int:
                              "hik_sim.models.common.LimitHead)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
+    parser.add_argument("--parallel", type=int, default=1, metavar="N",
+                        help="train N checkpoints at a time in separate processes (default 1); with --minutes every "
+                             "network, MLPs included, trains for that long")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads per process (default: the CPU's cores divided among the processes)")
+    parser.add_argument("--summary", type=Path, default=Path("runs") / "train_pretrained" / "summary",
+                        help="write the runs' summary to SUMMARY.md and SUMMARY.json (default runs/train_pretrained/summary)")
     parser.add_argument("--ship", type=Path, default=None, metavar="CHECKPOINT",
                         help="ship this trained checkpoint as the one robot and --only stem given, instead of training")
     args = parser.parse_args(argv)
+    if args.parallel < 1 or (args.threads is not None and args.threads < 1):
+        parser.error("--parallel and --threads must be at least 1")
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     if args.ship is not None:
@@ -98,22 +123,71 @@ def main(argv: list[str] | None = None) -> int:
                          f"answers) = {expected.get(args.only[0], 'not a shipped name: ' + ', '.join(expected))}")
         _ship(network, card, args.robots[0], args.only[0], args.out, index, index_path)
         return 0
+    todo = [job for job in jobs(args.robots, args.hypotheses) if args.only is None or job[2] in args.only]
+    cards = _train_parallel(todo, args, index, index_path) if args.parallel > 1 else _train_in_turn(todo, args, index, index_path)
+    _write_summary(cards, args)
+    return 0
+
+
+def _config(args: argparse.Namespace, robot_name: str, model: str, fixed: tuple[tuple[str, float], ...], hypotheses: int,
+            steps: int, minutes: float | None) -> TrainConfig:
+    return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=args.lr, seed=args.seed,
+                       device=args.device, fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses),
+                       eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)
+
+
+def _train_in_turn(todo: list, args: argparse.Namespace, index: dict, index_path: Path) -> list[tuple[str, str, Card]]:
+    """One checkpoint after another; an MLP trains the steps its HarmoAtt-IK partner reached (equal steps)."""
     reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained
-    for robot_name, model, stem, fixed, hypotheses in jobs(args.robots, args.hypotheses):
-        if args.only is not None and stem not in args.only:
-            continue
-        options = model_options(model, robot_name, fixed, hypotheses)
+    cards = []
+    for robot_name, model, stem, fixed, hypotheses in todo:
         steps, minutes = args.steps, args.minutes
         if model == "mlp" and robot_name in reached:
             steps, minutes = reached[robot_name], None
-        config = TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=args.lr, seed=args.seed,
-                             device=args.device, fixed_joints=fixed, model_options=options, eval_size=10_000,
-                             eval_every=max(500, steps // 30), compile=args.compile)
-        result = train(get_robot(robot_name), config, out=None)
+        result = train(get_robot(robot_name), _config(args, robot_name, model, fixed, hypotheses, steps, minutes), out=None)
         if stem == "harmoatt":
             reached[robot_name] = result.card.steps
         _ship(result.network.cpu(), result.card, robot_name, stem, args.out, index, index_path)
-    return 0
+        cards.append((robot_name, stem, result.card))
+    return cards
+
+
+def _train_parallel(todo: list, args: argparse.Namespace, index: dict, index_path: Path) -> list[tuple[str, str, Card]]:
+    """``--parallel`` checkpoints at a time, each in its own (spawned) process; every one under the same budget."""
+    import os
+
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.parallel)
+    cards = []
+    with tempfile.TemporaryDirectory() as scratch, \
+            ProcessPoolExecutor(args.parallel, mp_context=get_context("spawn")) as pool:
+        futures = {}
+        for robot_name, model, stem, fixed, hypotheses in todo:
+            config = _config(args, robot_name, model, fixed, hypotheses, args.steps, args.minutes)
+            path = str(Path(scratch) / f"{robot_name}-{stem}.pt")
+            futures[pool.submit(train_to_checkpoint, robot_name, config.to_json(), path, threads)] = (robot_name, stem)
+        for future, (robot_name, stem) in futures.items():
+            network, card = load_checkpoint(future.result(), get_robot(robot_name))
+            _ship(network, card, robot_name, stem, args.out, index, index_path)
+            cards.append((robot_name, stem, card))
+    return cards
+
+
+def _write_summary(cards: list[tuple[str, str, Card]], args: argparse.Namespace) -> None:
+    """The runs as a table (stdout and SUMMARY.md) and as JSON (SUMMARY.json)."""
+    lines = ["| robot | network | model | params | steps | minutes | device | pos mean [mm] | rot mean [°] | success 5 mm & 2° |",
+             "|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    rows = []
+    for robot_name, stem, card in cards:
+        m = card.metrics
+        rows.append({"robot": robot_name, "network": stem, "card": card.to_json()})
+        lines.append(f"| {robot_name} | {stem} | {card.model} | {card.parameters:,} | {card.steps:,} | {card.training_seconds / 60:.1f} "
+                     f"| {card.device} | {m['pos_mean_mm']:.2f} | {m['rot_mean_deg']:.2f} | {100 * m['success_5mm_2deg']:.1f} % |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    args.summary.parent.mkdir(parents=True, exist_ok=True)
+    args.summary.with_suffix(".md").write_text(table)
+    args.summary.with_suffix(".json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": rows},
+                                                            indent=1) + "\n")
 
 
 def _ship(network: IKNetwork, card: Card, robot_name: str, stem: str, out: Path, index: dict, index_path: Path) -> None:

@@ -397,3 +397,28 @@ def test_a_checkpoint_with_nan_weights_is_refused(tmp_path) -> None:  # noqa: AN
     torch.save(payload, tmp_path / "nan.pt")
     with pytest.raises(CheckpointError, match="NaN or inf"):
         load_checkpoint(tmp_path / "nan.pt")
+
+
+def test_train_pretrained_trains_networks_side_by_side_with_a_summary(tmp_path) -> None:  # noqa: ANN001
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "train_pretrained.py"
+    spec = importlib.util.spec_from_file_location("train_pretrained", script)
+    train_pretrained = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_pretrained)
+    out, summary = tmp_path / "shipped", tmp_path / "summary"
+    argv = ["--robots", "irb120", "g1", "--only", "harmoatt", "mlp", "--steps", "3", "--minutes", "5", "--parallel", "2",
+            "--threads", "1", "--device", "cpu", "--out", str(out), "--summary", str(summary)]
+    assert train_pretrained.main(argv) == 0
+    index = json.loads((out / "index.json").read_text())
+    assert set(index) == {"irb120/harmoatt", "irb120/mlp", "g1/harmoatt", "g1/mlp"}
+    for name in index:
+        robot_name, stem = name.split("/")
+        network, card = load_checkpoint(out / robot_name / f"{stem}.pt", robot_by_id(robot_name))
+        assert card.steps == 3 and card.config["minutes"] == 5 and card.model == stem
+        assert "resume" not in read_checkpoint(out / robot_name / f"{stem}.pt")
+    runs = json.loads(summary.with_suffix(".json").read_text())["runs"]
+    assert sorted((r["robot"], r["network"]) for r in runs) == sorted(tuple(n.split("/")) for n in index)
+    table = summary.with_suffix(".md").read_text()
+    assert table.count("\n| ") == 4 and "| g1 | mlp | mlp |" in table

@@ -8,7 +8,8 @@ choice and its reason:
    of the ``L`` positions; the two halves are concatenated along the position axis and a learned
    positional code is added. A map of C × L lets attention act along two axes: channels (which
    features) and positions (which part of the pose, and where in it).
-2. **Three attention branches** on the layer-normalised map X (B, L, C), each a gate in (0, 1) times X:
+2. **Three attention branches** on the block's input map X (B, L, C) (layer-normalised in the ``map``
+   trunk), each a gate in (0, 1) times X:
 
    - *channel* (squeeze–excitation): mean over L → C → C/r → C, sigmoid; re-weights features;
    - *spatial*: channel-pooled mean and max (2L values) → linear map → sigmoid over the L
@@ -32,16 +33,20 @@ choice and its reason:
 
    - ``dense`` (the default since hik_sim 0.2): the feed-forward layer mixes the whole flattened
      map (L·C → F → L·C), so the fusion blocks hold almost all of the network's capacity (about
-     96 % of the parameters at the defaults) and the head is a single linear layer. The attention
+     92 % of the parameters at the defaults) and the head is a single linear layer. The attention
      then re-weights the features that carry the model, instead of a thin stem in front of a
-     large MLP head.
+     large MLP head. It has **no LayerNorm**: with the ``map`` trunk's LayerNorms (over the whole
+     map, before each branch, feed-forward layer and the head) the dense trunk learned the IRB120
+     2.4× slower than the MLP (800 steps: 74.8 mm / 21.4° against 31.3 mm / 20.5°); without them,
+     faster (21.9 mm / 13.8°). A norm over the whole feature vector discards its scale, which
+     here carries where the target is (docs/networks.md has the runs and the command).
    - ``map`` (hik_sim 0.1, the shipped networks trained before 0.2): a position-wise feed-forward
      layer (C → 2C → C) and a two-layer MLP head on the flattened map; the three fusion blocks held
      2.2 % of the parameters and the head 92 %. Cards without a ``trunk`` option are of this kind.
 5. The fusion weights (B, K, 3) and temperatures (B, K) are returned, for the entropy regulariser
    of the composite loss and for inspection.
 6. ``attention=False`` is the ablation that says what the attention adds: every branch is replaced
-   by the identity (a block adds its normalised input), and everything else (embeddings, norms,
+   by the identity (a block adds its (normalised) input), and everything else (embeddings, norms,
    residuals, feed-forward layers, head, parameter count up to the attention's own) is kept.
 7. Beyond the paper, optional: ``hypotheses`` H > 1 answers per pose from the same trunk, trained
    winner-takes-all and chosen by forward kinematics (see
@@ -78,16 +83,17 @@ class FusionBlock(nn.Module):
         tau_max: largest softmax temperature.
         attention: ``False``: every branch is the identity (the ablation; the fusion weights are
             still computed and returned, but a convex mix of identical maps is the map itself).
+        norm: layer-normalise the block's input (the ``map`` trunk) or not (the ``dense`` trunk).
     """
 
     def __init__(self, channels: int, positions: int, feed_forward: nn.Module, reduction: int = 4, tau_min: float = 0.25,
-                 tau_max: float = 4.0, attention: bool = True) -> None:
+                 tau_max: float = 4.0, attention: bool = True, norm: bool = True) -> None:
         super().__init__()
         if not 0 < tau_min < tau_max:
             raise HikError(f"temperature bounds must satisfy 0 < tau_min < tau_max, got {tau_min}, {tau_max}")
         self.tau_min, self.tau_max = tau_min, tau_max
         self.attention = attention
-        self.norm = nn.LayerNorm((positions, channels))
+        self.norm = nn.LayerNorm((positions, channels)) if norm else nn.Identity()
         squeezed = max(channels // reduction, 1)
         self.channel_gate = nn.Sequential(nn.Linear(channels, squeezed), nn.GELU(), nn.Linear(squeezed, channels))
         self.spatial_gate = nn.Linear(2 * positions, positions)
@@ -99,7 +105,7 @@ class FusionBlock(nn.Module):
         self.feed_forward = feed_forward
 
     def branches(self, x: torch.Tensor) -> torch.Tensor:
-        """The three attended maps of a normalised map (B, L, C), stacked: (B, 3, L, C)."""
+        """The three attended maps of a (normalised) map (B, L, C), stacked: (B, 3, L, C)."""
         channel = x * torch.sigmoid(self.channel_gate(x.mean(dim=1)))[:, None, :]
         pooled = torch.cat((x.mean(dim=2), x.amax(dim=2)), dim=1)  # (B, 2L): channel-pooled mean and max
         spatial = x * torch.sigmoid(self.spatial_gate(pooled))[:, :, None]
@@ -109,7 +115,7 @@ class FusionBlock(nn.Module):
         return torch.stack((channel, spatial, cross), dim=1)
 
     def fusion(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Fusion weights (B, 3), summing to 1, and temperature (B,) of a normalised map (B, L, C)."""
+        """Fusion weights (B, 3), summing to 1, and temperature (B,) of a (normalised) map (B, L, C)."""
         out = self.weight_net(torch.cat((x.mean(dim=1), x.amax(dim=1)), dim=1))
         tau = self.tau_min + (self.tau_max - self.tau_min) * torch.sigmoid(out[:, -1])
         return torch.softmax(out[:, :-1] / tau[:, None], dim=1), tau
@@ -134,16 +140,15 @@ class _PositionWise(nn.Sequential):
 
 
 class _Dense(nn.Module):
-    """The ``dense`` trunk's feed-forward layer: LayerNorm, then L·C → F → L·C over the flattened map."""
+    """The ``dense`` trunk's feed-forward layer: L·C → F → L·C over the flattened map (no norm)."""
 
     def __init__(self, channels: int, positions: int, hidden: int) -> None:
         super().__init__()
-        self.norm = nn.LayerNorm((positions, channels))
         self.mix = nn.Sequential(nn.Linear(channels * positions, hidden), nn.GELU(), nn.Linear(hidden, channels * positions))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, L, C) → (B, L, C)."""
-        return self.mix(self.norm(x).flatten(1)).view_as(x)
+        return self.mix(x.flatten(1)).view_as(x)
 
 
 class HarmoAttIK(nn.Module):
@@ -196,13 +201,13 @@ class HarmoAttIK(nn.Module):
             return _Dense(channels, positions, feed_forward or width)
 
         self.blocks = nn.ModuleList(FusionBlock(channels, positions, feed_forward_layer(), tau_min=tau_min, tau_max=tau_max,
-                                                attention=attention) for _ in range(blocks))
+                                                attention=attention, norm=trunk == "map") for _ in range(blocks))
         if trunk == "map":
             hidden = head_hidden or 640
             self.trunk_head = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU())
         else:
             hidden = width
-            self.trunk_head = nn.Sequential(nn.LayerNorm(width), nn.GELU())
+            self.trunk_head = nn.GELU()
         self.head = LimitHead(hidden, lower, upper, hypotheses)
         xavier_init(self)
         nn.init.normal_(self.position_code, std=0.02)
