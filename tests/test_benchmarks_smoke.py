@@ -158,3 +158,47 @@ def test_inference_bench_rejects_a_network_that_is_not_shipped(tmp_path: Path) -
     with pytest.raises(SystemExit) as excinfo:
         inference.main(["--quick", "--networks", "irb120/nope", "--out", str(tmp_path)])
     assert excinfo.value.code == 2
+
+
+def test_soak_quick_run_finds_no_nan_and_no_limit_violation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    soak = _load_script("soak")
+    argv = ["--robots", "irb120", "--solves", "160", "--single-target", "8", "--dm-control", "4", "--no-progress",
+            "--out", str(tmp_path)]
+    assert soak.main(argv) == 0
+    record = json.loads((tmp_path / "soak.json").read_text())
+    rows = record["rows"]
+    assert {row["kind"] for row in rows} == set(soak.KINDS)
+    assert {row["solver"].split(" ")[0] for row in rows} >= {"harmoatt", "closed_loop", "hybrid", "multistart", "LMRefiner", "lm",
+                                                              "dm_control"}
+    for row in rows:
+        assert row["solves"] > 0 and row["nan"] == 0 and row["limit_violations"] == 0, row
+        assert row["false_success"] == 0 and row["error_mismatch"] == 0 and row["exceptions"] == 0, row
+        if row["kind"] == "unreachable":
+            assert row["success_5mm_2deg"] == 0, row
+    assert record["targets"]["irb120"]["singular"]["sigma_min_median"] < 1e-4  # near a singularity, not a random pose
+    assert "| irb120 | hybrid" in capsys.readouterr().out and "| robot | solver | kind |" in (tmp_path / "soak.md").read_text()
+
+
+def test_soak_counts_a_violation_and_fails() -> None:
+    import torch
+
+    from hik_sim.kinematics import Chain
+    from hik_sim.robots import get_robot
+    from hik_sim.solvers import IKResult, Tolerance
+
+    soak = _load_script("soak")
+    chain = Chain(get_robot("irb120"))
+    targets = soak.make_targets(chain, "reachable", 3)
+    lower, _ = chain.limits(torch.float64)
+    q = lower.expand(3, -1).clone()
+    q[0, 0] -= 1e-12  # outside by a hair: zero tolerance
+    q[1, 1] = float("nan")
+    pose = chain.fk(chain.clamp(q.nan_to_num(0.0)))
+    zero = torch.zeros(3, dtype=torch.float64)
+    result = IKResult(q, zero, zero, torch.ones(3, dtype=torch.bool), zero.long(), zero.long(), zero.long())
+    cell = soak.Cell()
+    soak.check(chain, result, pose.pos, pose.quat, Tolerance(), cell, unreachable=False)
+    assert cell.limit_violations == 1 and cell.nan == 1 and cell.false_success >= 1 and cell.failures > 0
+    cell = soak.Cell()
+    soak.check(chain, result, targets.pos, targets.quat, Tolerance(), cell, unreachable=True)
+    assert cell.false_success == 3  # success claimed on an unreachable target (and reported errors that do not match)
