@@ -11,8 +11,10 @@ robot's :class:`~hik_sim.kinematics.Chain`.
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -22,10 +24,62 @@ from hik_sim.kinematics import Chain
 from hik_sim.losses import geodesic_angle
 from hik_sim.models import IKOutput, build_model
 
-__all__ = ["IKNetwork", "CHOICE_TOLERANCE"]
+__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "as_targets"]
 
 CHOICE_TOLERANCE: tuple[float, float] = (0.005, math.radians(2.0))
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
+
+MAX_TARGET_DISTANCE = 1e4
+"""[m]: the farthest a target position may lie from the chain's base along any axis. Farther is a
+unit or frame mistake, and in float32 a network's activations overflow (1e30 m answered NaN)."""
+
+
+def _as_real_tensor(value: Any, name: str) -> torch.Tensor:
+    """``value`` (tensor, array or nested list of real numbers) as a float64 CPU tensor; else a HikError."""
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach()
+    else:
+        try:
+            tensor = torch.as_tensor(np.asarray(value))  # through numpy: a list of Python floats stays float64
+        except (TypeError, ValueError, RuntimeError):
+            raise HikError(f"{name} must be an array of real numbers, got {type(value).__name__} {reprlib.repr(value)}") from None
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise HikError(f"{name} must be real numbers (a float or integer array), got dtype {tensor.dtype}")
+    return tensor.to(device="cpu", dtype=torch.float64)
+
+
+def as_targets(target_pos: Any, target_quat: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated float64 CPU copies of target poses, quaternions normalised.
+
+    Args:
+        target_pos: (B, 3) positions [m] in the chain's base frame (tensor, array or nested list).
+        target_quat: (B, 4) quaternions wxyz, any non-zero length.
+
+    Returns:
+        Positions (B, 3) and unit quaternions (B, 4), float64.
+
+    Raises:
+        HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, or a position more
+            than :data:`MAX_TARGET_DISTANCE` from the base along an axis.
+    """
+    pos, quat = _as_real_tensor(target_pos, "target positions"), _as_real_tensor(target_quat, "target quaternions")
+    if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
+        raise HikError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
+    if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
+        raise HikError("targets must be finite: got NaN or inf")
+    far = pos.abs().amax(dim=1) > MAX_TARGET_DISTANCE
+    if bool(far.any()):
+        rows = torch.nonzero(far).flatten()
+        raise HikError(f"target positions must lie within {MAX_TARGET_DISTANCE:g} m of the chain's base along each axis; rows "
+                       f"{rows.tolist()[:10]} reach {float(pos[rows].abs().max()):.3g} m (a unit or frame mistake?)")
+    scale = quat.abs().amax(dim=1, keepdim=True)  # normalise in two steps: |q|² of a 1e300 quaternion overflows to inf
+    unit = quat / scale.clamp_min(1e-300)
+    length = unit.norm(dim=1, keepdim=True)
+    zero = (scale * length)[:, 0] < 1e-9
+    if bool(zero.any()):
+        raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+                       "give unit quaternions (w, x, y, z)")
+    return pos, unit / length
 
 
 class IKNetwork(nn.Module):
@@ -107,7 +161,7 @@ class IKNetwork(nn.Module):
         """Joint values (B, n) for target poses (the chosen answer), without gradients, in the network's dtype and device.
 
         Raises:
-            HikError: wrong shapes, NaN/inf or a zero quaternion. An empty batch (B = 0) answers (0, n).
+            HikError: see :meth:`solve_all`. An empty batch (B = 0) answers (0, n).
         """
         return self.solve_all(pos, quat)[:, 0]
 
@@ -116,13 +170,16 @@ class IKNetwork(nn.Module):
         """Every answer (B, H, n) for target poses, the chosen one first, then by how well they reach the target.
 
         H = 1 for a network with a single answer; no gradients, in the network's dtype and device.
-        An empty batch (B = 0) answers an empty (0, H, n) tensor.
+        Targets may be tensors, arrays or nested lists (validated by :func:`as_targets`), quaternions
+        of any non-zero length. An empty batch (B = 0) answers an empty (0, H, n) tensor.
 
         Raises:
-            HikError: wrong shapes, NaN/inf or a zero quaternion.
+            HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, a position beyond
+                :data:`MAX_TARGET_DISTANCE`, or an answer that is not finite.
         """
         param = next(self.parameters())
-        if pos.ndim == 2 and pos.shape == (0, 3) and quat.shape == (0, 4):
+        pos, quat = as_targets(pos, quat)  # lists and arrays too; NaN, zero quaternions, absurd distances refused
+        if pos.shape[0] == 0:
             return param.new_empty((0, self.hypotheses, len(self.selection.joint_names)))
         was_training = self.training
         self.eval()
@@ -130,8 +187,18 @@ class IKNetwork(nn.Module):
             pos, quat = pos.to(param), quat.to(param)
             out = self(pos, quat, choose=False)
             if out.candidates is None:
-                return out.q[:, None]
-            order = self.rank(out.candidates, pos, quat)
-            return out.candidates.gather(1, order[:, :, None].expand_as(out.candidates))
+                answers = out.q[:, None]
+            else:
+                order = self.rank(out.candidates, pos, quat)
+                answers = out.candidates.gather(1, order[:, :, None].expand_as(out.candidates))
         finally:
             self.train(was_training)
+        # Inside the limits in the answer's own dtype: the model's squashing maps to the limits only up to rounding
+        # (a float32 answer at joint 3's lower limit came out 1.2e-7 rad below it).
+        lower, upper = (answers.new_tensor(v) for v in (self.lower, self.upper))
+        answers = torch.maximum(torch.minimum(answers, upper), lower)
+        bad = ~torch.isfinite(answers).all(dim=2).all(dim=1)
+        if bool(bad.any()):  # never hand back NaN joints, whatever the weights do
+            raise HikError(f"the network answered NaN or inf for targets {torch.nonzero(bad).flatten().tolist()[:10]}; "
+                           "its weights are not finite or these targets overflow it")
+        return answers

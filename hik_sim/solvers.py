@@ -40,7 +40,7 @@ import torch
 from hik_sim.data import JointSelection
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics import Chain, Pose
-from hik_sim.network import IKNetwork
+from hik_sim.network import IKNetwork, _as_real_tensor, as_targets
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
 
 __all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
@@ -164,21 +164,13 @@ class IKResult:
 
 
 def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validated float64 CPU copies of targets, quaternions normalised.
+    """Validated float64 CPU copies of targets, quaternions normalised (:func:`hik_sim.network.as_targets`).
 
     Raises:
-        HikError: wrong shapes, NaN/inf, or a zero quaternion.
+        HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, or a position beyond
+            :data:`~hik_sim.network.MAX_TARGET_DISTANCE` (10 km) from the base.
     """
-    pos = torch.as_tensor(target_pos, dtype=torch.float64)
-    quat = torch.as_tensor(target_quat, dtype=torch.float64)
-    if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
-        raise HikError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
-    if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
-        raise HikError("targets must be finite: got NaN or inf")
-    norm = quat.norm(dim=-1, keepdim=True)
-    if bool((norm < 1e-9).any()):
-        raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(norm[:, 0] < 1e-9).flatten().tolist()} are zero)")
-    return pos, quat / norm
+    return as_targets(target_pos, target_quat)
 
 
 def _check_q_init(q_init: torch.Tensor, batch: int, dof: int) -> torch.Tensor:
@@ -187,7 +179,7 @@ def _check_q_init(q_init: torch.Tensor, batch: int, dof: int) -> torch.Tensor:
     Raises:
         HikError: wrong shape or NaN/inf.
     """
-    q_init = torch.as_tensor(q_init, dtype=torch.float64)
+    q_init = _as_real_tensor(q_init, "q_init")
     if q_init.shape != (batch, dof) or not bool(torch.isfinite(q_init).all()):
         raise HikError(f"q_init must be finite with shape ({batch}, {dof}), got {tuple(q_init.shape)}")
     return q_init
@@ -576,12 +568,12 @@ class SingleTargetIK:
         """
         np = self._np
         start = time.perf_counter()
-        pos_t, quat_t = check_targets(torch.as_tensor(target_pos, dtype=torch.float64).reshape(1, -1),
-                                      torch.as_tensor(target_quat, dtype=torch.float64).reshape(1, -1))
+        pos_t, quat_t = check_targets(_as_real_tensor(target_pos, "target position").reshape(1, -1),
+                                      _as_real_tensor(target_quat, "target quaternion").reshape(1, -1))
         pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
         seeds = []
         if q_init is not None:
-            q_init = np.asarray(q_init, dtype=float)
+            q_init = _as_real_tensor(q_init, "q_init").numpy()
             if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
                 raise HikError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
             seeds.append(lambda: q_init)
