@@ -87,7 +87,13 @@ class RobotGoalEnv(gym.Env):
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
                  ee: str | None = None, frame_skip: int = 10, position_tolerance: float = 0.005,
                  rotation_tolerance: float = math.radians(2.0), rotation_weight: float = 0.1,
-                 render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace") -> None:
+                 render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace",
+                 **unknown: Any) -> None:
+        if unknown:  # else gymnasium.make answers a TypeError from deep inside the constructor
+            raise HikError(f"unknown keyword arguments {sorted(unknown)} for {type(self).__name__}; keywords are: "
+                           f"{', '.join(self._keywords())}")
+        if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)):
+            raise HikError(f"frame_skip must be a whole number of physics steps >= 1, got {frame_skip!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise HikError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
@@ -121,6 +127,19 @@ class RobotGoalEnv(gym.Env):
         self.goal_pos, self.goal_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
         self._renderer: mujoco.Renderer | None = None
         self._viewer = None
+
+    @classmethod
+    def _keywords(cls) -> list[str]:
+        """The keyword arguments this environment takes (its own and every base class's)."""
+        import inspect
+
+        names: list[str] = []
+        for klass in cls.__mro__:
+            if "__init__" in vars(klass) and issubclass(klass, RobotGoalEnv):
+                for name, parameter in inspect.signature(klass.__init__).parameters.items():
+                    if name != "self" and parameter.kind is not inspect.Parameter.VAR_KEYWORD and name not in names:
+                        names.append(name)
+        return names
 
     def _extra_observation_spaces(self) -> dict[str, spaces.Space]:
         return {}
@@ -167,7 +186,11 @@ class RobotGoalEnv(gym.Env):
 
     def _apply(self, action: np.ndarray) -> np.ndarray:
         """Validate an action; out-of-range values are clipped into the joint limits (documented)."""
-        action = np.asarray(action, dtype=np.float64)
+        raw = np.asarray(action)
+        if raw.dtype.kind not in "fiu":  # strings, objects, booleans, complex numbers: not joint targets
+            raise HikError(f"action must be {self.robot.dof} real joint targets [rad] for {self.robot.name!r}, got "
+                           f"{type(action).__name__} of dtype {raw.dtype}")
+        action = raw.astype(np.float64)
         if action.shape != (self.robot.dof,):
             raise HikError(f"action must be {self.robot.dof} joint targets [rad] for {self.robot.name!r}, got shape {action.shape}")
         if not np.isfinite(action).all():

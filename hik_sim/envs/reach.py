@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ class ReachEnv(RobotGoalEnv):
     ## Action Space
     ``Box(lower, upper, (n,), float64)``: position targets [rad, or m for prismatic joints] for the
     chain's n joints, in chain order, bounded by the joint limits. Targets outside the limits are
-    clipped into them; NaN/inf or a wrong shape raise :class:`~hik_sim.errors.HikError`.
+    clipped into them; NaN/inf, a wrong shape or anything but real numbers raise :class:`~hik_sim.errors.HikError`.
 
     ## Observation Space
     ``Dict`` of float64 arrays, all in the chain's base frame:
@@ -65,8 +66,9 @@ class ReachEnv(RobotGoalEnv):
                  ee: str | None = None, hold_steps: int = 5, unreachable_probability: float = 0.0,
                  start_noise: float = 0.0, **kwargs: Any) -> None:
         super().__init__(robot, urdf, base, ee, **kwargs)
-        if hold_steps < 1 or not 0 <= unreachable_probability <= 1 or start_noise < 0:
-            raise HikError("hold_steps must be >= 1, unreachable_probability in [0, 1] and start_noise >= 0")
+        if hold_steps < 1 or not 0 <= unreachable_probability <= 1 or not 0 <= start_noise < math.inf:  # inf failed at reset
+            raise HikError("hold_steps must be >= 1, unreachable_probability in [0, 1] and start_noise finite and >= 0, got "
+                           f"{hold_steps}, {unreachable_probability} and {start_noise}")
         self.hold_steps, self.unreachable_probability, self.start_noise = hold_steps, unreachable_probability, start_noise
         self.reachable, self.steps_in_tolerance = True, 0
 

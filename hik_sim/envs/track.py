@@ -31,7 +31,8 @@ class TrackEnv(RobotGoalEnv):
 
     ## Action Space
     ``Box(lower, upper, (n,), float64)``: position targets [rad, or m] for the chain's joints;
-    clipped into the limits; NaN/inf or a wrong shape raise :class:`~hik_sim.errors.HikError`.
+    clipped into the limits; NaN/inf, a wrong shape or anything but real numbers raise
+    :class:`~hik_sim.errors.HikError`.
 
     ## Observation Space
     ``Dict`` of float64 arrays in the chain's base frame: ``joint_pos`` (n,), ``joint_vel`` (n,),
