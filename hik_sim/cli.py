@@ -28,15 +28,15 @@ def robot_from_args(args: argparse.Namespace) -> RobotSpec:
         HikError: both or neither of ``--robot`` and ``--urdf`` given (with no default), or
             ``--urdf`` without ``--base`` and ``--ee``; or the robot cannot be loaded.
     """
-    if args.urdf:
+    if args.urdf is not None:  # an empty --urdf "" is a bad path, not a missing flag
         if args.robot:
             raise HikError("give either --robot NAME or --urdf PATH --base LINK --ee LINK, not both")
         if not args.base or not args.ee:
             raise HikError("--urdf needs --base LINK and --ee LINK: the chain's base and end-effector links")
         return robot_from_urdf(args.urdf, args.base, args.ee)
-    if args.base or args.ee:
+    if args.base is not None or args.ee is not None:
         raise HikError("--base and --ee go with --urdf PATH; a registered --robot has its own chain")
-    name = args.robot or getattr(args, "_default_robot", None)
+    name = args.robot if args.robot is not None else getattr(args, "_default_robot", None)  # --robot "" is unknown, not the default
     if not name:
         raise HikError(f"give --robot NAME ({', '.join(robot_names())}) or --urdf PATH --base LINK --ee LINK")
     return get_robot(name)

@@ -285,6 +285,8 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
             names, unknown links, a link with two parents, a cycle, links not connected to the
             root, no links).
     """
+    if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():  # Path(None) is a TypeError, Path("") the cwd
+        raise UrdfError(f"the URDF path must be a file path (str or pathlib.Path) to a .urdf file, got {path!r}")
     path = Path(path).expanduser()
     try:
         is_dir = path.is_dir()

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     add_robot_arguments(parser, default=None)
     args = parser.parse_args(argv)
     try:
-        if args.robot or args.urdf or args.base or args.ee:
+        if any(value is not None for value in (args.robot, args.urdf, args.base, args.ee)):
             robots = [robot_from_args(args)]
         else:
             robots = [get_robot(name) for name in robot_names()]

@@ -168,7 +168,7 @@ def get_robot(name: str) -> RobotSpec:
         UnknownRobotError: no robot has that name (the message lists the valid names).
         HikError: the package that ships its URDF is not installed.
     """
-    if name not in _REGISTRY:
+    if not isinstance(name, str) or name not in _REGISTRY:  # a list would be a raw TypeError (unhashable)
         raise UnknownRobotError(f"unknown robot {name!r}; registered robots are: {', '.join(_REGISTRY)}")
     if name not in _CACHE:
         entry = _REGISTRY[name]
