@@ -616,6 +616,23 @@ def check_scene(scene: Scene, samples: int = 1000, hold_seconds: float = 2.0, se
     return SceneCheck(pos_err, rot_err, hold, _warnings(data), samples, hold_seconds)
 
 
+def _write_output(path: Path, flag: str, write) -> None:  # noqa: ANN001 - write(path) writes the file
+    """Make ``path``'s folders and write it; an OS refusal (a file where a folder should be, no
+    permission, a name too long) is an :class:`~hik_sim.errors.OutputError` naming the path."""
+    from hik_sim.errors import OutputError
+
+    blocking = next((parent for parent in path.parents if parent.is_file()), None)
+    if blocking is not None:
+        raise OutputError(f"cannot write {flag} {str(path)!r}: {str(blocking)!r} is a file, not a folder; "
+                          "give a file path in a folder that can be written")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {flag} {str(path)!r} ({exc.strerror or exc}); give a file path in a folder that "
+                          "can be written") from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hik_sim.scene``: build a robot's scene, check it, write MJCF and a picture."""
     import argparse
@@ -635,18 +652,21 @@ def main(argv: list[str] | None = None) -> int:
         width, height = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
         parser.exit(2, f"error: --size must look like 640x480, got {args.size!r}\n")
+    if width < 1 or height < 1:
+        parser.exit(2, f"error: --size must be at least 1x1 pixels, got {args.size!r}\n")
+    if args.png is not None and args.png.suffix.lower() != ".png":
+        parser.exit(2, f"error: --png writes a PNG picture: give a path ending in .png, got {str(args.png)!r}\n")
     try:
         robot = robot_from_args(args)
         scene = build_scene(robot)
         check = check_scene(scene, samples=args.samples)
         if args.xml:
-            args.xml.parent.mkdir(parents=True, exist_ok=True)
-            args.xml.write_text(scene.spec.to_xml())
+            _write_output(args.xml, "--xml", lambda path: path.write_text(scene.spec.to_xml()))
         if args.png:
             import imageio.v3 as iio
 
-            args.png.parent.mkdir(parents=True, exist_ok=True)
-            iio.imwrite(args.png, render_frame(scene, scene.make_data(), width, height, args.camera))
+            frame = render_frame(scene, scene.make_data(), width, height, args.camera)
+            _write_output(args.png, "--png", lambda path: iio.imwrite(path, frame))
     except HikError as exc:
         parser.exit(2, f"error: {exc}\n")
     m = scene.model
