@@ -44,6 +44,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import tempfile
 import statistics
@@ -63,6 +64,8 @@ __all__ = ["EvalConfig", "PolicySpec", "build_policy", "claim_run_folder", "eval
 POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid", "multistart", "lm", "dm_control")
 NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
+REPORT_SUFFIXES: tuple[str, ...] = (".json", ".md", ".csv", ".txt", ".pt", ".png", ".mp4", ".gif")
+"""Suffixes of files a run writes: an ``--out`` ending in one is a file name given where a folder is meant."""
 LIMIT_SLACK = 1e-4  # [rad]: MuJoCo's joint limits are stiff but soft; smaller excursions are not counted
 
 
@@ -112,6 +115,12 @@ class EvalConfig:
             raise HikError(f"unknown environments {bad_envs}; environments are: reach, track")
         if self.episodes < 1 or self.track_episodes < 1 or self.ik_targets < 1 or not self.track_seconds > 1.0:
             raise HikError("episodes, track_episodes and ik_targets must be at least 1, track_seconds above 1 s")
+        if not math.isfinite(self.track_seconds):  # inf passed the check above and failed as an OverflowError mid-run
+            raise HikError(f"track_seconds must be finite, got {self.track_seconds}")
+        if self.seed < 0:  # gymnasium refused it only at the first episode, after the open-loop part had run
+            raise HikError(f"seed must be >= 0, got {self.seed}")
+        if not (self.device == "cpu" or re.fullmatch(r"cuda(:\d+)?", self.device)):  # else silently unused by network-free policies
+            raise HikError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
 
 
 @dataclass
@@ -621,6 +630,12 @@ def main(argv: list[str] | None = None) -> int:
         print(record["text"])
         print(f"run folder   {record['run_folder']}")
         return 0
+    if args.out is not None and args.out.suffix.lower() in REPORT_SUFFIXES and not args.out.exists():  # an existing one: see claim_run_folder
+        parser.exit(2, f"error: --out is the run folder that report.json and the rest go into, and {str(args.out)!r} "
+                       f"looks like a file name; give a folder such as {str(args.out.with_suffix(''))!r}\n")
+    if args.checkpoint is not None and Path(args.checkpoint).suffix != ".pt":
+        parser.exit(2, f"error: --checkpoint takes a checkpoint file (.pt) written by python -m hik_sim.train, "
+                       f"got {args.checkpoint!r}\n")
     try:
         robot = robot_from_args(args)
         shipped = any(n.startswith(f"{robot.name}/") for n in pretrained_names())
