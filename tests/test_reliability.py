@@ -159,3 +159,508 @@ def test_names_longer_than_the_os_allows_are_clear_errors(tmp_path: Path) -> Non
         robot_from_urdf(tmp_path / f"{too_long}.urdf", "base", "tool")
     with pytest.raises(OutputError, match=r"cannot create run folder .*\(File name too long\)"):
         claim_run_folder(tmp_path / too_long)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A corpus of hostile input, per entry point. Each entry: what is given, and what the HikError (or, from the command
+# line, the one `error:` line with exit code 2) must say. Add a row to extend it. Rows marked KNOWN are bugs in files
+# this suite's author could not change (see docs/reliability.md); they are strict xfails, so fixing one shows up here.
+# ---------------------------------------------------------------------------------------------------------------------
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from hik_sim.errors import HikError  # noqa: E402
+
+
+def KNOWN(reason: str):  # noqa: ANN201, N802 - a corpus row that fails today, in a file outside this suite's reach
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+# Command lines: module, argv (after the module's safe defaults), and a regex the error line must match.
+
+TRAIN_DEFAULTS = ["--steps", "1", "--eval-size", "10", "--no-progress"]  # nothing below may get as far as training
+EVAL_DEFAULTS = ["--policy", "lm", "--no-video", "--ik-targets", "10", "--episodes", "1", "--track-episodes", "1",
+                 "--track-seconds", "1.5", "--no-progress"]
+SCENE_DEFAULTS = ["--samples", "10"]
+
+CLI_CORPUS = [
+    ("train", ["--robot", "nope"], r"unknown robot 'nope'; registered robots are: irb120"),
+    ("train", ["--robot", ""], r"give --robot NAME \(irb120, panda"),
+    ("train", ["--steps", "0"], r"steps must be at least 1, got 0"),
+    ("train", ["--steps", "abc"], r"argument --steps: invalid int value: 'abc'"),
+    ("train", ["--batch", "-3"], r"batch, eval_size and eval_every must be at least 1"),
+    ("train", ["--eval-size", "0"], r"eval_size .* must be at least 1"),
+    ("train", ["--lr", "nan"], r"lr and grad_clip must be positive"),
+    ("train", ["--lr", "-1"], r"lr and grad_clip must be positive"),
+    pytest.param("train", ["--lr", "inf"], r"lr .*finite", marks=KNOWN("train.py: lr=inf passes TrainConfig and fails later as "
+                                                                        "'joint values must be finite', naming no option")),
+    ("train", ["--minutes", "nan"], r"minutes must be positive, got nan"),
+    ("train", ["--minutes", "-5"], r"minutes must be positive, got -5"),
+    ("train", ["--checkpoint-minutes", "0"], r"checkpoint_minutes must be positive"),
+    ("train", ["--entropy-weight", "nan"], r"entropy_weight finite"),
+    ("train", ["--hypothesis-mix", "2"], r"hypothesis_mix must be in \[0, 1\], got 2.0"),
+    ("train", ["--device", "tpu"], r"device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+    ("train", ["--seed", "nan"], r"argument --seed: invalid int value: 'nan'"),
+    ("train", ["--fix-joint", "joint_1=nan"], r"fixed value of joint 'joint_1' must be finite, got nan"),
+    ("train", ["--fix-joint", "nope=0"], r"cannot fix joints \['nope'\]: not in the chain; chain joints are: joint_1"),
+    ("train", ["--fix-joint", "joint_1"], r"--fix-joint must look like NAME=VALUE, got 'joint_1'"),
+    ("train", ["--fix-joint", "joint_1=99"], r"fixed value 99.0 of joint 'joint_1' is outside its limits"),
+    pytest.param("train", ["--fix-joint", "joint_1=abc"], r"--fix-joint", marks=KNOWN("train.py: the message is Python's "
+                                                                                    "'could not convert string to float', not the option")),
+    ("train", ["--model-option", "nope=1"], r"bad options for model 'harmoatt' .*unexpected keyword argument 'nope'"),
+    ("train", ["--model-option", "hypotheses=0"], r"hypotheses must be at least 1, got 0"),
+    pytest.param("train", ["--model-option", "hypotheses=nan"], r"hypotheses must be", marks=KNOWN(
+        "models: the message is \"'<' not supported between instances of 'str' and 'int'\"")),
+    pytest.param("train", ["--model", "mlp", "--model-option", "hidden=0"], r"hidden", marks=KNOWN(
+        "models/mlp.py: hidden=0 is a raw ZeroDivisionError from torch's weight initialisation")),
+    pytest.param("train", ["--model", "mlp", "--model-option", "layers=-1"], r"layers", marks=KNOWN(
+        "models/mlp.py: layers=-1 is accepted and a network with no hidden layer is trained")),
+    ("train", ["--out", "{tmp}/model.json"], r"ends in .json, the name of its card: the card would overwrite the weights"),
+    ("train", ["--out", "{tmp}"], r"is a folder; give a file path such as"),
+    ("train", ["--out", "{tmp}/file.txt/model.pt"], r"cannot write checkpoint .*cannot be made or written"),
+    ("train", ["--resume", "{tmp}/missing.pt"], r"checkpoint not found: .*missing.pt"),
+    ("train", ["--resume", "{tmp}/file.txt"], r"is not a readable hik_sim checkpoint"),
+    ("train", ["--init-from", "{tmp}/missing.pt"], r"checkpoint not found"),
+    ("train", ["--urdf", "{tmp}/missing.urdf", "--base", "a", "--ee", "b"], r"URDF file not found: .*missing.urdf"),
+    ("train", ["--urdf", "{tmp}/file.txt", "--base", "a", "--ee", "b"], r"file.txt"),
+    ("evaluate", ["--robot", "nope"], r"unknown robot 'nope'; registered robots are"),
+    ("evaluate", ["--episodes", "0"], r"episodes, track_episodes and ik_targets must be at least 1"),
+    ("evaluate", ["--ik-targets", "-5"], r"ik_targets must be at least 1"),
+    ("evaluate", ["--ik-targets", "nan"], r"argument --ik-targets: invalid int value: 'nan'"),
+    ("evaluate", ["--track-seconds", "nan"], r"track_seconds above 1 s"),
+    ("evaluate", ["--track-seconds", "inf"], r"track_seconds must be finite, got inf"),
+    ("evaluate", ["--speed", "nan", "--env", "track"], r"trajectory speed and size must be positive and finite, got nan m/s"),
+    ("evaluate", ["--speed", "-1", "--env", "track"], r"trajectory speed and size must be positive and finite, got -1.0 m/s"),
+    ("evaluate", ["--seed", "-1"], r"seed must be >= 0, got -1"),
+    ("evaluate", ["--device", "tpu"], r"device must be cpu, cuda or cuda:N, got 'tpu'"),
+    ("evaluate", ["--trajectory", "nope"], r"argument --trajectory: invalid choice: 'nope'"),
+    ("evaluate", ["--policy", "transformer"], r"unknown policy 'transformer'; policies are: harmoatt, mlp, closed_loop, hybrid"),
+    ("evaluate", ["--policy", "{tmp}/missing.pt"], r"checkpoint not found: .*missing.pt"),
+    ("evaluate", ["--checkpoint", "{tmp}/missing.pt"], r"checkpoint not found: .*missing.pt"),
+    ("evaluate", ["--checkpoint", "{tmp}/file.txt"], r"--checkpoint takes a checkpoint file \(.pt\)"),
+    ("evaluate", ["--policy", "{pretrained}/g1/mlp.pt"], r"checkpoint for robot 'g1' does not fit robot 'irb120'"),
+    ("evaluate", ["--out", "{tmp}/file.txt"], r"is an existing file; give --out a new or empty folder"),
+    ("evaluate", ["--out", "{tmp}/run/report.json"], r"--out is the run folder .* looks like a file name"),
+    ("evaluate", ["--urdf", "{irb120_urdf}", "--base", "base_link", "--ee", "tool0", "--policy", "hybrid"],
+     r"policy 'hybrid' needs a network, and none is shipped for robot 'abb_irb120': give the seed network"),
+    ("scene", ["--robot", "nope"], r"unknown robot 'nope'"),
+    ("scene", ["--size", "0x0"], r"--size must be at least 1x1 pixels, got '0x0'"),
+    ("scene", ["--size", "axb"], r"--size must look like 640x480, got 'axb'"),
+    ("scene", ["--size", "5000x5000", "--png", "{tmp}/a.png"], r"render size 5000x5000 must be within 1..1280 x 1..960"),
+    ("scene", ["--samples", "0"], r"needs at least 1 sample"),
+    ("scene", ["--samples", "nan"], r"argument --samples: invalid int value: 'nan'"),
+    ("scene", ["--camera", "nope", "--png", "{tmp}/b.png"], r"unknown camera 'nope'; cameras are: workspace, overview"),
+    ("scene", ["--png", "{tmp}/picture.json"], r"--png writes a PNG picture: give a path ending in .png"),
+    ("scene", ["--xml", "{tmp}/file.txt/scene.xml"], r"cannot write --xml .*file.txt' is a file, not a folder"),
+    ("scene", ["--png", "{tmp}/file.txt/scene.png"], r"cannot write --png .*file.txt' is a file, not a folder"),
+    ("robots", ["--robot", "nope"], r"unknown robot 'nope'"),
+    ("robots", ["--robot", ""], r"give --robot NAME \(irb120, panda"),
+    ("robots", ["--urdf", "{tmp}/missing.urdf", "--base", "a", "--ee", "b"], r"URDF file not found"),
+    ("robots", ["--urdf", "{tmp}", "--base", "a", "--ee", "b"], r"is a folder, not a URDF file"),
+    ("robots", ["--urdf", "", "--base", "a", "--ee", "b"], r"the URDF path must be a file path .* got ''"),
+    ("robots", ["--urdf", "{tmp}/arm.urdf"], r"--urdf needs --base LINK and --ee LINK"),
+    ("robots", ["--base", "a"], r"--base and --ee go with --urdf PATH"),
+    ("robots", ["--urdf", "{irb120_urdf}", "--base", "base_link", "--ee", "nope"], r"end-effector link 'nope' is not a link .*links are"),
+]
+
+CLI_MAIN = {"train": "hik_sim.train", "evaluate": "hik_sim.evaluate", "scene": "hik_sim.scene", "robots": "hik_sim.robots.__main__"}
+CLI_DEFAULTS = {"train": TRAIN_DEFAULTS, "evaluate": EVAL_DEFAULTS, "scene": SCENE_DEFAULTS, "robots": []}
+
+
+@pytest.mark.parametrize(("command", "argv", "message"), CLI_CORPUS,
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else (v if len(v) < 20 else ""))
+def test_a_command_given_bad_arguments_exits_2_with_one_error_line(command: str, argv: list[str], message: str, tmp_path: Path,
+                                                                   capsys, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    import importlib
+    import re
+
+    from hik_sim.policies import PRETRAINED_DIR
+    from hik_sim.robots import get_robot
+
+    monkeypatch.chdir(tmp_path)  # any default run folder lands here
+    (tmp_path / "file.txt").write_text("not a checkpoint, not a URDF")
+    where = {"tmp": str(tmp_path), "pretrained": str(PRETRAINED_DIR), "irb120_urdf": str(get_robot("irb120").urdf)}
+    argv = [arg.format(**where) for arg in argv]
+    defaults = CLI_DEFAULTS[command] + (["--out", str(tmp_path / "out" / "m.pt")] if command == "train" else [])
+    defaults += ["--out", str(tmp_path / "eval")] if command == "evaluate" else []
+    with pytest.raises(SystemExit) as exited:
+        importlib.import_module(CLI_MAIN[command]).main(defaults + argv)  # argparse: the case's own value comes last and wins
+    err = capsys.readouterr().err
+    assert exited.value.code == 2, err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if re.match(r"^(error:|python -m [\w.]+: error:)", line)]
+    assert len(errors) == 1, err
+    assert re.search(message, errors[0]), errors[0]
+
+
+# Python API: every solver and the network's own solve, given targets that are not targets.
+
+HOSTILE_TARGETS = [
+    ("position (3,)", lambda: (torch.tensor([0.4, 0.0, 0.5]), torch.tensor([1.0, 0, 0, 0])), r"targets must be positions \(B, 3\)"),
+    ("position (1, 4)", lambda: (torch.zeros(1, 4), torch.tensor([[1.0, 0, 0, 0]])), r"must be positions \(B, 3\) .*got \(1, 4\)"),
+    ("quaternion (1, 3)", lambda: (torch.zeros(1, 3), torch.zeros(1, 3)), r"quaternions \(B, 4\), got \(1, 3\) and \(1, 3\)"),
+    ("batch sizes differ", lambda: (torch.zeros(2, 3), torch.tensor([[1.0, 0, 0, 0]])), r"got \(2, 3\) and \(1, 4\)"),
+    ("3-D batch", lambda: (torch.zeros(1, 1, 3), torch.zeros(1, 1, 4)), r"got \(1, 1, 3\) and \(1, 1, 4\)"),
+    ("NaN position", lambda: (torch.tensor([[math.nan, 0, 0.5]]), torch.tensor([[1.0, 0, 0, 0]])), r"must be finite"),
+    ("inf quaternion", lambda: (torch.tensor([[0.4, 0, 0.5]]), torch.tensor([[math.inf, 0, 0, 0]])), r"must be finite"),
+    ("zero quaternion", lambda: (torch.tensor([[0.4, 0, 0.5]]), torch.zeros(1, 4)), r"quaternions must be non-zero \(rows \[0\]"),
+    ("1e-20 quaternion", lambda: (torch.tensor([[0.4, 0, 0.5]]), torch.full((1, 4), 1e-20)), r"must be non-zero"),
+    ("position 1e30 m", lambda: (torch.tensor([[1e30, 0, 0]]), torch.tensor([[1.0, 0, 0, 0]])), r"within 10000 m of the chain's base"),
+    ("position 1e300 m", lambda: (torch.tensor([[1e300, 0, 0]], dtype=torch.float64), torch.tensor([[1.0, 0, 0, 0]])), r"within 10000 m"),
+    ("strings", lambda: ([["a", "b", "c"]], [[1.0, 0, 0, 0]]), r"target positions must be an array of real numbers, got list"),
+    ("ragged lists", lambda: ([[0.4, 0.0], [0.1]], [[1.0, 0, 0, 0]]), r"target positions must be an array of real numbers"),
+    ("None", lambda: (None, None), r"target positions must be an array of real numbers, got NoneType"),
+    ("booleans", lambda: (torch.ones(1, 3, dtype=torch.bool), torch.ones(1, 4, dtype=torch.bool)), r"real numbers .*got dtype torch.bool"),
+    ("complex", lambda: (torch.ones(1, 3, dtype=torch.complex64), torch.ones(1, 4, dtype=torch.complex64)), r"got dtype torch.complex64"),
+]
+SOLVER_NAMES = ["NeuralIK", "closed_loop", "HybridIK", "MultistartIK", "LMRefiner", "SingleTargetIK", "network.solve", "network.solve_all"]
+
+
+@pytest.fixture(scope="module")
+def solvers() -> dict[str, object]:
+    from hik_sim.kinematics import Chain
+    from hik_sim.policies import load_pretrained
+    from hik_sim.robots import get_robot
+    from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+
+    chain = Chain(get_robot("irb120"))
+    one, four = load_pretrained("irb120", "harmoatt"), load_pretrained("irb120", "harmoatt_4answers")
+    return {"NeuralIK": NeuralIK(one, chain).solve, "closed_loop": NeuralIK(four, chain, corrections=2).solve,
+            "HybridIK": HybridIK(four, LMRefiner(chain), restarts=1).solve, "MultistartIK": MultistartIK(LMRefiner(chain), starts=2).solve,
+            "LMRefiner": LMRefiner(chain).solve, "SingleTargetIK": SingleTargetIK(chain, four, restarts=1).solve,
+            "network.solve": one.solve, "network.solve_all": four.solve_all, "chain": chain}
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+@pytest.mark.parametrize(("case", "targets", "message"), HOSTILE_TARGETS, ids=[c[0] for c in HOSTILE_TARGETS])
+def test_a_solver_given_bad_targets_raises_a_hik_error_naming_them(solvers: dict, solver: str, case: str, targets,  # noqa: ANN001
+                                                                   message: str) -> None:
+    with pytest.raises(HikError, match=message):
+        solvers[solver](*targets())
+
+
+ODD_BUT_VALID_TARGETS = [  # each must be answered, finite and inside the limits
+    ("nested lists", lambda: ([[0.4, 0.0, 0.5]], [[1.0, 0, 0, 0]])),
+    ("numpy arrays", lambda: (np.array([[0.4, 0.0, 0.5]]), np.array([[1.0, 0, 0, 0]]))),
+    ("integer tensors", lambda: (torch.tensor([[0, 0, 1]]), torch.tensor([[1, 0, 0, 0]]))),
+    ("float16", lambda: (torch.tensor([[0.4, 0.0, 0.5]], dtype=torch.float16), torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float16))),
+    ("quaternion of length 1e300", lambda: (torch.tensor([[0.4, 0.0, 0.5]], dtype=torch.float64),  # |q|² overflowed to a zero quaternion
+                                            torch.tensor([[1e300, 1e300, 0, 0]], dtype=torch.float64))),
+    ("unreachable, 1 km away", lambda: (torch.tensor([[1000.0, 0, 0]]), torch.tensor([[1.0, 0, 0, 0]]))),
+    ("empty batch", lambda: (torch.zeros(0, 3), torch.zeros(0, 4))),
+]
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+@pytest.mark.parametrize(("case", "targets"), ODD_BUT_VALID_TARGETS, ids=[c[0] for c in ODD_BUT_VALID_TARGETS])
+def test_a_solver_answers_odd_but_valid_targets_inside_the_limits(solvers: dict, solver: str, case: str, targets) -> None:  # noqa: ANN001
+    pos, quat = targets()
+    answer = solvers[solver](pos, quat)
+    q = answer if isinstance(answer, torch.Tensor) else answer.q
+    q = q.reshape(-1, q.shape[-1])
+    lower, upper = solvers["chain"].limits(q.dtype)  # a network answers in float32, inside the limits rounded to float32
+    assert q.shape[0] == len(pos) * (4 if solver == "network.solve_all" else 1)
+    assert bool(torch.isfinite(q).all()) and bool(((q >= lower) & (q <= upper)).all())
+    if not isinstance(answer, torch.Tensor):
+        assert bool(torch.isfinite(answer.pos_err).all() & torch.isfinite(answer.rot_err).all())
+        if case == "quaternion of length 1e300" and bool(answer.success.all()):  # success must mean the real target: (w, x) = (1, 1)/√2
+            reached = solvers["chain"].fk(answer.q).quat
+            assert abs(abs(float(reached[0, 0])) - math.sqrt(0.5)) < 0.05
+        if case == "unreachable, 1 km away":
+            assert not bool(answer.success.any())
+
+
+def _solver_constructions() -> list:
+    from hik_sim.errors import SolverError
+
+    def chain(name: str = "irb120"):  # noqa: ANN202
+        from hik_sim.kinematics import Chain
+        from hik_sim.robots import get_robot
+
+        return Chain(get_robot(name))
+
+    def network(robot: str = "irb120", name: str = "harmoatt"):  # noqa: ANN202
+        from hik_sim.policies import load_pretrained
+
+        return load_pretrained(robot, name)
+
+    from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
+
+    return [
+        ("Tolerance(-1 m)", lambda: Tolerance(-1.0), HikError, r"tolerances must be positive"),
+        ("Tolerance(NaN)", lambda: Tolerance(0.005, math.nan), HikError, r"tolerances must be positive"),
+        ("LMRefiner(max_iterations=0)", lambda: LMRefiner(chain(), max_iterations=0), HikError, r"max_iterations must be >= 1"),
+        ("LMRefiner(damping=NaN)", lambda: LMRefiner(chain(), damping=math.nan), HikError, r"damping positive"),
+        ("MultistartIK(starts=0)", lambda: MultistartIK(LMRefiner(chain()), starts=0), HikError, r"starts must be at least 1, got 0"),
+        ("NeuralIK(corrections=-1)", lambda: NeuralIK(network(), chain(), corrections=-1), HikError, r"corrections must be >= 0"),
+        ("HybridIK(restarts=-1)", lambda: HybridIK(network(), LMRefiner(chain()), restarts=-1), HikError, r"restarts must be >= 0"),
+        ("NeuralIK(g1 network, irb120 chain)", lambda: NeuralIK(network("g1"), chain()), SolverError,
+         r"the network does not fit the chain of robot 'irb120': its joints are \['left_shoulder_pitch_joint'"),
+        ("HybridIK(irb120 network, g1 chain)", lambda: HybridIK(network(), LMRefiner(chain("g1"))), SolverError, r"does not fit the chain of robot 'g1'"),
+        ("SingleTargetIK(q6-fixed network)", lambda: SingleTargetIK(chain(), network(name="harmoatt_q6fixed")), HikError,
+         r"give it a network without fixed joints"),
+        ("LMRefiner q_init of strings", lambda: LMRefiner(chain()).solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], [["a"] * 6]), HikError,
+         r"q_init must be an array of real numbers"),
+        ("LMRefiner q_init (1, 5)", lambda: LMRefiner(chain()).solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], torch.zeros(1, 5)), HikError,
+         r"q_init must be finite with shape \(1, 6\), got \(1, 5\)"),
+        ("MultistartIK q_init NaN", lambda: MultistartIK(LMRefiner(chain())).solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]],
+                                                                                  torch.full((1, 6), math.nan)), HikError, r"q_init must be finite"),
+        ("SingleTargetIK.solve_one position (2,)", lambda: SingleTargetIK(chain()).solve_one([0.4, 0.0], [1.0, 0, 0, 0]), HikError,
+         r"targets must be positions \(B, 3\)"),
+        ("SingleTargetIK.solve_one strings", lambda: SingleTargetIK(chain()).solve_one("abc", [1.0, 0, 0, 0]), HikError,
+         r"target position must be an array of real numbers, got str"),
+        ("SingleTargetIK.solve_one q_init None-filled", lambda: SingleTargetIK(chain()).solve_one([0.4, 0, 0.5], [1.0, 0, 0, 0], [None] * 6),
+         HikError, r"q_init must be an array of real numbers"),
+        ("Chain.fk of a list", lambda: chain().fk([[0.0] * 6]), HikError, r"joint angles must be a torch.Tensor of shape \(B, 6\)"),
+        ("Chain.fk of NaN", lambda: chain().fk(torch.full((2, 6), math.nan)), HikError, r"joint values must be finite"),
+        ("Chain.fk of integers", lambda: chain().fk(torch.zeros(2, 6, dtype=torch.int64)), HikError, r"must be float32 or float64"),
+    ]
+
+
+@pytest.mark.parametrize(("case", "make", "error", "message"), _solver_constructions(), ids=[c[0] for c in _solver_constructions()])
+def test_a_solver_built_or_called_wrongly_raises_a_hik_error(case: str, make, error: type, message: str) -> None:  # noqa: ANN001
+    with pytest.raises(error, match=message):
+        make()
+
+
+URDF_ARGUMENTS = [
+    ("path None", lambda urdf: (None, "base_link", "tool0"), r"the URDF path must be a file path .* got None"),
+    ("path 3", lambda urdf: (3, "base_link", "tool0"), r"the URDF path must be a file path .* got 3"),
+    ("path ''", lambda urdf: ("", "base_link", "tool0"), r"got ''"),
+    ("a folder", lambda urdf: (urdf.parent, "base_link", "tool0"), r"is a folder, not a URDF file"),
+    ("missing file", lambda urdf: (urdf.with_name("missing.urdf"), "base_link", "tool0"), r"URDF file not found"),
+    ("unknown base link", lambda urdf: (urdf, "nope", "tool0"), r"base link 'nope' is not a link of irb120.urdf; links are: base_link"),
+    ("base None", lambda urdf: (urdf, None, "tool0"), r"base link None is not a link"),
+    ("base = end-effector", lambda urdf: (urdf, "base_link", "base_link"), r"both 'base_link'"),
+    ("base below the end-effector", lambda urdf: (urdf, "tool0", "base_link"), r"is not an ancestor of end-effector link"),
+]
+
+
+@pytest.mark.parametrize(("case", "arguments", "message"), URDF_ARGUMENTS, ids=[c[0] for c in URDF_ARGUMENTS])
+def test_robot_from_urdf_given_bad_arguments_raises_a_hik_error(case: str, arguments, message: str) -> None:  # noqa: ANN001
+    from hik_sim.robots import get_robot, robot_from_urdf
+
+    with pytest.raises(HikError, match=message):
+        robot_from_urdf(*arguments(get_robot("irb120").urdf))
+
+
+def test_robot_from_urdf_refuses_bad_keyword_values() -> None:
+    from hik_sim.robots import get_robot, robot_from_urdf
+
+    urdf = get_robot("irb120").urdf
+    for home, message in (([0.0], r"home must map joint names"), ({"joint_1": "x"}, r"must be a number"),
+                          ({"joint_1": math.nan}, r"must be finite"), ({"nope": 0.0}, r"home names unknown joints \['nope'\]")):
+        with pytest.raises(HikError, match=message):
+            robot_from_urdf(urdf, "base_link", "tool0", home=home)
+
+
+# Environments: keyword arguments at gymnasium.make, and actions (documented: out-of-range values are clipped into the
+# limits; NaN/inf, a wrong shape or anything but real numbers raise a HikError).
+
+ENV_KWARGS = [
+    ({"robot": "nope"}, r"unknown robot 'nope'; registered robots are"),
+    ({"robot": ["irb120"]}, r"unknown robot \['irb120'\]; registered robots are"),
+    ({"robot": None}, r"give robot=NAME \(a registered robot\) or urdf=PATH"),
+    ({"foo": 1}, r"unknown keyword arguments \['foo'\] for ReachEnv; keywords are: robot, urdf, base, ee, hold_steps"),
+    ({"frame_skip": 0}, r"frame_skip must be >= 1"),
+    ({"frame_skip": 1.5}, r"frame_skip must be a whole number of physics steps >= 1, got 1.5"),
+    ({"position_tolerance": -1.0}, r"tolerances positive"),
+    ({"rotation_weight": math.nan}, r"rotation_weight >= 0"),
+    ({"hold_steps": 0}, r"hold_steps must be >= 1"),
+    ({"unreachable_probability": math.nan}, r"unreachable_probability in \[0, 1\]"),
+    ({"start_noise": math.inf}, r"start_noise finite and >= 0, got 5, 0.0 and inf"),
+    ({"render_mode": "nope"}, r"render_mode must be one of \['human', 'rgb_array'\] or None, got 'nope'"),
+    ({"render_mode": "rgb_array", "camera": "nope"}, r"unknown camera 'nope'; cameras are: workspace, overview"),
+    ({"render_mode": "rgb_array", "width": -1}, r"render size -1x360 px is outside the scene's offscreen buffer"),
+    ({"robot": None, "urdf": "/nope/arm.urdf", "base": "a", "ee": "b"}, r"URDF file not found"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), ENV_KWARGS, ids=[str(k) for k, _ in ENV_KWARGS])
+def test_an_env_made_with_bad_keywords_raises_a_hik_error(kwargs: dict, message: str) -> None:
+    import warnings
+
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+
+    with warnings.catch_warnings(), pytest.raises(HikError, match=message):
+        warnings.simplefilter("ignore")  # gymnasium warns about an unknown render mode before the env refuses it
+        gym.make("hik_sim/Reach-v0", **({"robot": "irb120"} | kwargs)).reset(seed=0)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"speed": math.nan}, r"speed and size must be positive and finite, got nan m/s"),
+                                                 ({"size": math.inf}, r"got 0.1 m/s and inf m"),
+                                                 ({"trajectory": "nope"}, r"unknown trajectory 'nope'; trajectories are: circle")])
+def test_a_track_env_made_with_bad_keywords_raises_a_hik_error(kwargs: dict, message: str) -> None:
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+
+    with pytest.raises(HikError, match=message):
+        gym.make("hik_sim/Track-irb120-v0", **kwargs).reset(seed=0)
+
+
+BAD_ACTIONS = [
+    ("NaN", np.full(6, np.nan), r"action must be finite"),
+    ("inf", np.full(6, -np.inf), r"action must be finite"),
+    ("5 joints", np.zeros(5), r"action must be 6 joint targets \[rad\] for 'irb120', got shape \(5,\)"),
+    ("(1, 6)", np.zeros((1, 6)), r"got shape \(1, 6\)"),
+    ("a scalar", 0.0, r"got shape \(\)"),
+    ("None", None, r"real joint targets .*got NoneType of dtype object"),
+    ("strings", ["a"] * 6, r"real joint targets .*got list of dtype <U1"),
+    ("booleans", np.ones(6, dtype=bool), r"got ndarray of dtype bool"),
+    ("complex", np.ones(6, dtype=complex), r"got ndarray of dtype complex128"),
+]
+
+
+@pytest.fixture(scope="module")
+def reach_env():  # noqa: ANN201
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+
+    env = gym.make("hik_sim/Reach-irb120-v0")
+    env.reset(seed=0)
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize(("case", "action", "message"), BAD_ACTIONS, ids=[c[0] for c in BAD_ACTIONS])
+def test_a_bad_action_raises_a_hik_error(reach_env, case: str, action, message: str) -> None:  # noqa: ANN001
+    with pytest.raises(HikError, match=message):
+        reach_env.step(action)
+
+
+@pytest.mark.parametrize("action", [np.full(6, 100.0), np.full(6, -1e300), [0.0] * 6, np.zeros(6, dtype=np.int32)],
+                         ids=["100 rad", "-1e300 rad", "a list", "integers"])
+def test_an_out_of_range_or_plain_action_is_clipped_into_the_limits(reach_env, action) -> None:  # noqa: ANN001
+    obs, reward, *_ = reach_env.step(action)
+    base = reach_env.unwrapped
+    ctrl = base.data.ctrl[base.scene.chain_actuators]
+    assert np.all(ctrl >= base.lower) and np.all(ctrl <= base.upper)  # clipped, as documented
+    assert np.isfinite(reward) and all(np.isfinite(v).all() for v in obs.values())
+
+
+# Checkpoints: files that are not what they claim. Each maker writes one into a folder and returns its path.
+
+
+def _payload() -> dict:
+    from hik_sim.checkpoint import read_checkpoint
+    from hik_sim.policies import pretrained_path
+
+    return read_checkpoint(pretrained_path("irb120", "mlp"))
+
+
+def _saved(folder: Path, name: str, payload: object) -> Path:
+    torch.save(payload, folder / name)
+    return folder / name
+
+
+class _Exploit:  # what a malicious checkpoint carries: unpickling it would run a command
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _with_card(**changes: object):  # noqa: ANN202
+    def make(folder: Path) -> Path:
+        payload = _payload()
+        payload["card"] = dict(payload["card"]) | changes
+        return _saved(folder, "card.pt", payload)
+
+    return make
+
+
+def _with_weight(value: float):  # noqa: ANN202
+    def make(folder: Path) -> Path:
+        payload = _payload()
+        name = next(k for k, v in payload["state_dict"].items() if v.is_floating_point() and v.numel() > 1)
+        payload["state_dict"][name] = payload["state_dict"][name].clone()
+        payload["state_dict"][name].view(-1)[1] = value
+        return _saved(folder, "weights.pt", payload)
+
+    return make
+
+
+def _truncated(folder: Path) -> Path:
+    from hik_sim.policies import pretrained_path
+
+    (folder / "cut.pt").write_bytes(pretrained_path("irb120", "mlp").read_bytes()[:2000])
+    return folder / "cut.pt"
+
+
+def _written(name: str, data: bytes):  # noqa: ANN202
+    def make(folder: Path) -> Path:
+        (folder / name).write_bytes(data)
+        return folder / name
+
+    return make
+
+
+def _pickled_exploit(folder: Path) -> Path:
+    payload = _payload()
+    payload["extra"] = _Exploit(folder / "EXPLOITED")
+    return _saved(folder, "exploit.pt", payload)
+
+
+def _raw_pickle_exploit(folder: Path) -> Path:
+    import pickle
+
+    (folder / "raw.pt").write_bytes(pickle.dumps(_Exploit(folder / "EXPLOITED")))
+    return folder / "raw.pt"
+
+
+def _another_robots(folder: Path) -> Path:
+    from hik_sim.policies import pretrained_path
+
+    return pretrained_path("g1", "mlp")
+
+
+CHECKPOINT_CORPUS = [
+    ("truncated", _truncated, r"cut.pt is not a readable hik_sim checkpoint"),
+    ("empty file", _written("empty.pt", b""), r"is not a readable hik_sim checkpoint"),
+    ("text", _written("text.pt", b"hello"), r"is not a readable hik_sim checkpoint"),
+    ("a card, not the weights", _written("model.json", b"{}"), r"is not a readable hik_sim checkpoint"),
+    ("another format", lambda folder: _saved(folder, "other.pt", _payload() | {"format": "other/1"}),
+     r"is not a hik_sim checkpoint \(expected format 'hik_sim.ik_network/1'\)"),
+    ("torch tensors only", lambda folder: _saved(folder, "plain.pt", {"weights": torch.zeros(3)}), r"is not a hik_sim checkpoint"),
+    ("a pickled exploit beside the weights", _pickled_exploit, r"exploit.pt is not a readable hik_sim checkpoint \(UnpicklingError"),
+    ("a pickled exploit alone", _raw_pickle_exploit, r"raw.pt is not a readable hik_sim checkpoint \(UnpicklingError"),
+    ("NaN weights", _with_weight(math.nan), r"weights hold NaN or inf \(model\..*\); the network would answer NaN"),
+    ("inf weights", _with_weight(math.inf), r"weights hold NaN or inf"),
+    ("empty weights", lambda folder: _saved(folder, "none.pt", _payload() | {"state_dict": {}}),
+     r"the weights do not fit the network its card describes"),
+    ("card of another model kind", _with_card(model="cnn"), r"unknown model 'cnn'; models are: harmoatt, mlp"),
+    ("card with NaN workspace bounds", _with_card(pos_min=[math.nan] * 3), r"workspace bounds must be two \(3,\) tensors"),
+    ("card that is a string", lambda folder: _saved(folder, "s.pt", _payload() | {"card": "x"}), r"not a hik_sim checkpoint card"),
+    ("another robot's checkpoint", _another_robots, r"checkpoint for robot 'g1' does not fit robot 'irb120'"),
+    ("missing", lambda folder: folder / "missing.pt", r"checkpoint not found: .*missing.pt"),
+    pytest.param("weights that are a list", lambda folder: _saved(folder, "list.pt", _payload() | {"state_dict": [1, 2]}),
+                 r"weights", marks=KNOWN("checkpoint.py: a raw TypeError from load_state_dict ('Expected state_dict to be dict-like')")),
+    pytest.param("card limits that are a string", _with_card(lower="abc"), r"lower", marks=KNOWN(
+        "checkpoint.py: a raw ValueError ('too many dimensions 'str'') from torch.tensor(card.lower)")),
+    pytest.param("path None", lambda folder: None, r"checkpoint", marks=KNOWN(
+        "checkpoint.py: a raw TypeError from Path(None)")),
+]
+
+
+@pytest.mark.parametrize(("case", "make", "message"), CHECKPOINT_CORPUS, ids=[getattr(c, "values", c)[0] for c in CHECKPOINT_CORPUS])
+def test_a_bad_checkpoint_raises_a_hik_error_naming_the_problem(case: str, make, message: str, tmp_path: Path) -> None:  # noqa: ANN001
+    import warnings
+
+    from hik_sim.checkpoint import load_checkpoint
+    from hik_sim.robots import get_robot
+
+    path = make(tmp_path)
+    with warnings.catch_warnings(), pytest.raises(HikError, match=message):
+        warnings.simplefilter("ignore")  # torch warns about the pickle protocol of a raw pickle
+        load_checkpoint(path, robot=get_robot("irb120"))
+    assert not (tmp_path / "EXPLOITED").exists()  # torch.load(weights_only=True) never ran the payload
