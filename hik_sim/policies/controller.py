@@ -14,6 +14,7 @@ environments: a leading batch axis) give batched actions; the policy keeps one s
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRe
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
 CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "multistart", "lm", "dm_control")
+OBSERVATION_KEYS: tuple[str, ...] = ("joint_pos", "ee_pos", "ee_quat", "goal_pos", "goal_quat")
+"""What a controller reads from an observation (``goal_vel`` too, where there is one)."""
 NETWORK_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp")
 """The kinds that need a network shipped for the robot."""
 
@@ -84,6 +87,8 @@ class IKController:
 
         if kind not in CONTROLLER_KINDS:
             raise HikError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
+        if not isinstance(robot, (str, RobotSpec)):  # None was a raw AttributeError deep in Chain
+            raise HikError(f"robot must be a registered robot's name or a RobotSpec, got {robot!r}")
         spec = get_robot(robot) if isinstance(robot, str) else robot
         chain = Chain(spec)
         if kind in NETWORK_KINDS and not any(n.startswith(f"{spec.name}/") for n in pretrained_names()):
@@ -122,6 +127,9 @@ class IKController:
     def act(self, observation: dict[str, np.ndarray], index: int = 0) -> np.ndarray:
         """Joint targets (n,) for one environment's observation."""
         q_now = np.asarray(observation["joint_pos"], dtype=np.float64)
+        chain = getattr(self.solver, "chain", None) or getattr(getattr(self.solver, "refiner", None), "chain", None)
+        if chain is not None and q_now.shape != (chain.dof,):  # a network ignores q_init, and would command the wrong size
+            raise HikError(f"joint_pos must hold the {chain.dof} chain joints of {chain.robot.name!r}, got shape {q_now.shape}")
         goal = np.asarray(observation["goal_pos"], dtype=np.float64)
         if self.lead_time and "goal_vel" in observation:
             goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
@@ -144,7 +152,15 @@ class IKController:
         return command.copy()
 
     def __call__(self, observation: dict[str, np.ndarray]) -> np.ndarray:
-        """Joint targets: (n,) for one observation, (N, n) for a batch from a vector environment."""
+        """Joint targets: (n,) for one observation, (N, n) for a batch from a vector environment.
+
+        Raises:
+            HikError: ``observation`` is not a hik_sim environment's (a mapping with the keys of
+                :data:`OBSERVATION_KEYS`), or holds a bad goal (NaN, zero quaternion, …).
+        """
+        if not isinstance(observation, Mapping) or not set(OBSERVATION_KEYS) <= set(observation):
+            got = sorted(observation) if isinstance(observation, Mapping) else type(observation).__name__
+            raise HikError(f"an observation must be a hik_sim environment's: a dict with {', '.join(OBSERVATION_KEYS)}; got {got}")
         if np.ndim(observation["joint_pos"]) == 1:
             return self.act(observation)
         batch = len(observation["joint_pos"])
