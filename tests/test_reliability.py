@@ -545,6 +545,40 @@ def test_an_out_of_range_or_plain_action_is_clipped_into_the_limits(reach_env, a
     assert np.isfinite(reward) and all(np.isfinite(v).all() for v in obs.values())
 
 
+# Controllers: observations that are not an environment's.
+
+CONTROLLER_OBSERVATIONS = [
+    ("None", lambda obs: None, r"an observation must be a hik_sim environment's: a dict with joint_pos, .*got NoneType"),
+    ("a list", lambda obs: [1.0, 2.0], r"got list"),
+    ("no goal", lambda obs: {k: v for k, v in obs.items() if k != "goal_pos"}, r"got \['ee_pos', 'ee_quat', 'goal_quat'"),
+    ("NaN goal", lambda obs: obs | {"goal_pos": np.array([np.nan, 0.0, 0.5])}, r"targets must be finite"),
+    ("zero goal quaternion", lambda obs: obs | {"goal_quat": np.zeros(4)}, r"quaternions must be non-zero"),
+    ("goal 1e9 m away", lambda obs: obs | {"goal_pos": np.array([1e9, 0.0, 0.0])}, r"within 10000 m"),
+    ("5 joints", lambda obs: obs | {"joint_pos": np.zeros(5)}, r"joint_pos must hold the 6 chain joints of 'irb120', got shape \(5,\)"),
+]
+
+
+@pytest.mark.parametrize("kind", ["lm", "multistart", "harmoatt"])
+@pytest.mark.parametrize(("case", "observation", "message"), CONTROLLER_OBSERVATIONS, ids=[c[0] for c in CONTROLLER_OBSERVATIONS])
+def test_a_controller_given_a_bad_observation_raises_a_hik_error(reach_env, kind: str, case: str, observation,  # noqa: ANN001
+                                                                message: str) -> None:
+    from hik_sim.policies.controller import IKController
+
+    obs, _ = reach_env.reset(seed=0)
+    with pytest.raises(HikError, match=message):
+        IKController.pretrained("irb120", kind)(observation(obs))
+
+
+@pytest.mark.parametrize(("robot", "kind", "message"), [(None, "lm", r"robot must be a registered robot's name or a RobotSpec, got None"),
+                                                        ("nope", "lm", r"unknown robot 'nope'"),
+                                                        ("irb120", "transformer", r"unknown controller kind 'transformer'; kinds are: hybrid")])
+def test_a_controller_for_a_bad_robot_or_kind_raises_a_hik_error(robot, kind: str, message: str) -> None:  # noqa: ANN001
+    from hik_sim.policies.controller import IKController
+
+    with pytest.raises(HikError, match=message):
+        IKController.pretrained(robot, kind)
+
+
 # Checkpoints: files that are not what they claim. Each maker writes one into a folder and returns its path.
 
 
