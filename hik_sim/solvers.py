@@ -637,12 +637,18 @@ class DmControlIK:
         self.home_qpos = data.qpos.copy()
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
-        """Solve each target from ``q_init`` (default: home)."""
+        """Solve each target from ``q_init`` (B, n) (default: home).
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
         from dm_control.utils.inverse_kinematics import qpos_from_site_pose
 
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         batch, robot = pos.shape[0], self.scene.robot
+        if q_init is not None:  # a wrong shape was a raw ValueError, NaN a LinAlgError from inside dm_control
+            q_init = _check_q_init(q_init, batch, self.chain.dof)
         world_pos = torch.from_numpy(self.base_pos) + pos @ self.base_rot.T
         world_quat = quaternion_multiply(self.base_quat.expand(batch, 4), quat)
         q = torch.empty(batch, self.chain.dof, dtype=torch.float64)

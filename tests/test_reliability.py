@@ -389,6 +389,12 @@ def _solver_constructions() -> list:
 
     from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
 
+    def _dm_control():  # noqa: ANN202
+        from hik_sim.evaluate import build_policy
+        from hik_sim.robots import get_robot
+
+        return build_policy("dm_control", get_robot("irb120")).solver
+
     return [
         ("Tolerance(-1 m)", lambda: Tolerance(-1.0), HikError, r"tolerances must be positive"),
         ("Tolerance(NaN)", lambda: Tolerance(0.005, math.nan), HikError, r"tolerances must be positive"),
@@ -414,6 +420,10 @@ def _solver_constructions() -> list:
          r"target position must be an array of real numbers, got str"),
         ("SingleTargetIK.solve_one q_init None-filled", lambda: SingleTargetIK(chain()).solve_one([0.4, 0, 0.5], [1.0, 0, 0, 0], [None] * 6),
          HikError, r"q_init must be an array of real numbers"),
+        ("DmControlIK q_init (1, 5)", lambda: _dm_control().solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], torch.zeros(1, 5)), HikError,
+         r"q_init must be finite with shape \(1, 6\), got \(1, 5\)"),
+        ("DmControlIK q_init NaN", lambda: _dm_control().solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], torch.full((1, 6), math.nan)),
+         HikError, r"q_init must be finite"),
         ("Chain.fk of a list", lambda: chain().fk([[0.0] * 6]), HikError, r"joint angles must be a torch.Tensor of shape \(B, 6\)"),
         ("Chain.fk of NaN", lambda: chain().fk(torch.full((2, 6), math.nan)), HikError, r"joint values must be finite"),
         ("Chain.fk of integers", lambda: chain().fk(torch.zeros(2, 6, dtype=torch.int64)), HikError, r"must be float32 or float64"),
