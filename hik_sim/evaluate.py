@@ -619,6 +619,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="paper: both seed papers' experiments with the shipped checkpoints (--ik-targets per robot)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    if args.out is not None and args.out.suffix.lower() in REPORT_SUFFIXES and not args.out.exists():  # an existing one: see claim_run_folder
+        parser.exit(2, f"error: --out is the run folder that report.json and the rest go into, and {str(args.out)!r} "
+                       f"looks like a file name; give a folder such as {str(args.out.with_suffix(''))!r}\n")
+    if args.checkpoint is not None and Path(args.checkpoint).suffix != ".pt":
+        parser.exit(2, f"error: --checkpoint takes a checkpoint file (.pt) written by python -m hik_sim.train, "
+                       f"got {args.checkpoint!r}\n")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     if args.suite == "paper":
         try:
@@ -630,12 +636,6 @@ def main(argv: list[str] | None = None) -> int:
         print(record["text"])
         print(f"run folder   {record['run_folder']}")
         return 0
-    if args.out is not None and args.out.suffix.lower() in REPORT_SUFFIXES and not args.out.exists():  # an existing one: see claim_run_folder
-        parser.exit(2, f"error: --out is the run folder that report.json and the rest go into, and {str(args.out)!r} "
-                       f"looks like a file name; give a folder such as {str(args.out.with_suffix(''))!r}\n")
-    if args.checkpoint is not None and Path(args.checkpoint).suffix != ".pt":
-        parser.exit(2, f"error: --checkpoint takes a checkpoint file (.pt) written by python -m hik_sim.train, "
-                       f"got {args.checkpoint!r}\n")
     try:
         robot = robot_from_args(args)
         shipped = any(n.startswith(f"{robot.name}/") for n in pretrained_names())

@@ -244,6 +244,7 @@ CLI_CORPUS = [
     ("evaluate", ["--policy", "{pretrained}/g1/mlp.pt"], r"checkpoint for robot 'g1' does not fit robot 'irb120'"),
     ("evaluate", ["--out", "{tmp}/file.txt"], r"is an existing file; give --out a new or empty folder"),
     ("evaluate", ["--out", "{tmp}/run/report.json"], r"--out is the run folder .* looks like a file name"),
+    ("evaluate", ["--suite", "paper", "--out", "{tmp}/paper.md"], r"--out is the run folder .* looks like a file name"),
     ("evaluate", ["--urdf", "{irb120_urdf}", "--base", "base_link", "--ee", "tool0", "--policy", "hybrid"],
      r"policy 'hybrid' needs a network, and none is shipped for robot 'abb_irb120': give the seed network"),
     ("scene", ["--robot", "nope"], r"unknown robot 'nope'"),
