@@ -76,8 +76,14 @@ class SceneOptions:
             raise HikError(f"timestep must be in (0, 0.01] s, got {self.timestep}")
         if not 0 < self.natural_frequency <= 0.25 / self.timestep:
             raise HikError(f"natural_frequency must be in (0, {0.25 / self.timestep:g}] Hz for timestep {self.timestep}, got {self.natural_frequency}")
-        if self.min_armature < 0:
-            raise HikError(f"min_armature must be >= 0, got {self.min_armature}")
+        if not 0 <= self.min_armature < math.inf:  # NaN passed and reached the compiled model
+            raise HikError(f"min_armature must be finite and >= 0, got {self.min_armature}")
+        if isinstance(self.shadow_size, bool) or not isinstance(self.shadow_size, (int, np.integer)) or self.shadow_size < 1:
+            raise HikError(f"shadow_size must be a whole number of pixels >= 1, got {self.shadow_size!r}")
+        size = self.offscreen_size
+        if not (isinstance(size, (tuple, list)) and len(size) == 2
+                and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in size)):
+            raise HikError(f"offscreen_size must be (width, height) in whole pixels >= 1, got {size!r}")
 
     @property
     def servo_lag(self) -> float:

@@ -468,6 +468,19 @@ def test_robot_from_urdf_refuses_bad_keyword_values() -> None:
             robot_from_urdf(urdf, "base_link", "tool0", home=home)
 
 
+@pytest.mark.parametrize(("options", "message"), [({"shadow_size": 0}, r"shadow_size must be a whole number of pixels >= 1, got 0"),
+                                                  ({"offscreen_size": (0, 0)}, r"offscreen_size must be \(width, height\) .* got \(0, 0\)"),
+                                                  ({"offscreen_size": (100,)}, r"got \(100,\)"),
+                                                  ({"min_armature": math.nan}, r"min_armature must be finite and >= 0, got nan"),
+                                                  ({"timestep": math.nan}, r"timestep must be in \(0, 0.01\] s, got nan"),
+                                                  ({"natural_frequency": math.inf}, r"natural_frequency must be in \(0, 125\] Hz")])
+def test_scene_options_out_of_range_raise_a_hik_error(options: dict, message: str) -> None:
+    from hik_sim.scene import SceneOptions
+
+    with pytest.raises(HikError, match=message):
+        SceneOptions(**options)
+
+
 # Environments: keyword arguments at gymnasium.make, and actions (documented: out-of-range values are clipped into the
 # limits; NaN/inf, a wrong shape or anything but real numbers raise a HikError).
 
