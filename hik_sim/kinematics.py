@@ -63,11 +63,16 @@ class Chain:
     Args:
         robot: the robot; its URDF is read once here.
 
+    Raises:
+        HikError: ``robot`` is not a :class:`~hik_sim.robots.RobotSpec`.
+
     Every method accepts float32 or float64 tensors on any device and answers in the same dtype
     and device; constants are cached per (dtype, device).
     """
 
     def __init__(self, robot: RobotSpec) -> None:
+        if not isinstance(robot, RobotSpec):  # a robot's name was a raw AttributeError
+            raise HikError(f"Chain takes a RobotSpec (hik_sim.robots.get_robot(name) or robot_from_urdf(...)), got {robot!r}")
         self.robot = robot
         self.geometry = ChainGeometry.from_robot(robot)
         g = self.geometry
@@ -134,7 +139,12 @@ class Chain:
 
         Returns:
             (B, n).
+
+        Raises:
+            HikError: ``batch`` is not a whole number >= 0.
         """
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 0:
+            raise HikError(f"batch must be a whole number >= 0, got {batch!r}")
         device = torch.device(device) if device is not None else generator.device
         lower, upper = self.limits(dtype, device)
         u = torch.rand((batch, self.dof), generator=generator, dtype=dtype, device=generator.device).to(device)

@@ -376,8 +376,10 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
 
     Raises:
         UrdfError, MeshError: the URDF or a mesh is unusable.
-        HikError: MuJoCo cannot compile the robot.
+        HikError: ``robot`` is not a RobotSpec, or MuJoCo cannot compile the robot.
     """
+    if not isinstance(robot, RobotSpec):  # a robot's name was a raw AttributeError
+        raise HikError(f"build_scene takes a RobotSpec (hik_sim.robots.get_robot(name) or robot_from_urdf(...)), got {robot!r}")
     ensure_headless_gl()  # before the first import of mujoco, so that the scene can be rendered headless
     import mujoco
 

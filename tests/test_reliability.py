@@ -388,6 +388,7 @@ def _solver_constructions() -> list:
 
         return load_pretrained(robot, name)
 
+    from hik_sim.kinematics import Chain
     from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
 
     def _dm_control():  # noqa: ANN202
@@ -425,6 +426,10 @@ def _solver_constructions() -> list:
          r"q_init must be finite with shape \(1, 6\), got \(1, 5\)"),
         ("DmControlIK q_init NaN", lambda: _dm_control().solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], torch.full((1, 6), math.nan)),
          HikError, r"q_init must be finite"),
+        ("Chain of a robot's name", lambda: Chain("irb120"), HikError, r"Chain takes a RobotSpec .*got 'irb120'"),
+        ("build_scene of a robot's name", lambda: __import__("hik_sim.scene", fromlist=["build_scene"]).build_scene("irb120"), HikError,
+         r"build_scene takes a RobotSpec .*got 'irb120'"),
+        ("Chain.sample(-1)", lambda: chain().sample(-1, torch.Generator()), HikError, r"batch must be a whole number >= 0, got -1"),
         ("Chain.fk of a list", lambda: chain().fk([[0.0] * 6]), HikError, r"joint angles must be a torch.Tensor of shape \(B, 6\)"),
         ("Chain.fk of NaN", lambda: chain().fk(torch.full((2, 6), math.nan)), HikError, r"joint values must be finite"),
         ("Chain.fk of integers", lambda: chain().fk(torch.zeros(2, 6, dtype=torch.int64)), HikError, r"must be float32 or float64"),
