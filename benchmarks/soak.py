@@ -227,7 +227,8 @@ def check(chain: Chain, result: IKResult, pos: torch.Tensor, quat: torch.Tensor,
 
 @dataclass
 class Solver:
-    """A solver as a user picks it: its label, class, how it is called, and how many targets it gets."""
+    """A solver as a user picks it: its label, its path (``batch``, or ``single``: one Python call per target), and
+    how it is called; ``single`` and ``dm_control`` solvers get a subset of the targets."""
 
     label: str
     kind: str
