@@ -65,6 +65,11 @@ def as_targets(target_pos: Any, target_quat: Any) -> tuple[torch.Tensor, torch.T
     pos, quat = _as_real_tensor(target_pos, "target positions"), _as_real_tensor(target_quat, "target quaternions")
     if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
         raise HikError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
+    if pos.shape[0] == 0:
+        return pos, quat
+    norm = quat.norm(dim=1, keepdim=True)
+    if float(pos.abs().amax()) <= MAX_TARGET_DISTANCE and bool(((norm > 1e-9) & (norm < math.inf)).all()):
+        return pos, quat / norm  # the common case in two checks (NaN fails both); the rest says what is wrong
     if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
         raise HikError("targets must be finite: got NaN or inf")
     far = pos.abs().amax(dim=1) > MAX_TARGET_DISTANCE
