@@ -149,7 +149,12 @@ def _gelu(v, n, tanh_form):  # noqa: ANN001, ANN202
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
 def _layer_norm(P, w, b, eps, x, n, out):  # noqa: ANN001, ANN202
-    """out[:n] = (x − mean) / √(var + eps) · weight + bias over all of x[:n] (w < 0: no affine)."""
+    """out[:n] = (x − mean) / √(var + eps) · weight + bias over all of x[:n] (w = −1: no affine; w = −2: no
+    LayerNorm at all, out = x, as the dense trunk has)."""
+    if w == -2:
+        for i in range(n):
+            out[i] = x[i]
+        return
     mean = 0.0
     for i in range(n):
         mean += x[i]
@@ -403,36 +408,51 @@ def harmoatt_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E741, C901
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
-def prepare(N, pos, quat, x):  # noqa: ANN001, ANN201
-    """The network input x (7,) of one pose, as :class:`~hik_sim.data.PoseNormalizer` makes it.
+def prepare(N, pos, quat, x, max_distance):  # noqa: ANN001, ANN201
+    """The network input x (7,) of one pose, as :meth:`IKNetwork.solve_all
+    <hik_sim.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps, so that
+    a 1e300-long one does not overflow), then :class:`~hik_sim.data.PoseNormalizer`.
 
     Returns:
-        0, or 1 for a NaN/inf in the pose, 2 for a quaternion of norm below 1e-9 (x is then unset).
+        0, or 1 for a NaN/inf in the pose, 2 for a quaternion of norm below 1e-9, 4 for a position
+        coordinate beyond ``max_distance`` [m] (x is then unset).
     """
-    square = 0.0
+    scale = 0.0
     for i in range(4):
         if not math.isfinite(quat[i]):
             return 1
-        square += quat[i] * quat[i]
+        scale = max(scale, abs(quat[i]))
     for i in range(3):
         if not math.isfinite(pos[i]):
             return 1
-    if square < 1e-18:
+    for i in range(3):
+        if abs(pos[i]) > max_distance:
+            return 4
+    if scale < 1e-9:  # below 1e-9 in every component; the norm decides
+        if math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]) < 1e-9:
+            return 2
+    square = 0.0
+    for i in range(4):
+        square += (quat[i] / scale) * (quat[i] / scale)
+    length = scale * math.sqrt(square)
+    if length < 1e-9:
         return 2
     for i in range(3):
         x[i] = 2.0 * (pos[i] - N[i]) / N[3 + i] - 1.0
     sign = -1.0 if quat[0] < 0 else 1.0
     for i in range(4):
-        x[3 + i] = sign * quat[i]
+        x[3 + i] = sign * (quat[i] / scale) / math.sqrt(square)
     return 0
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
 def clamp(N, out, joints):  # noqa: ANN001, ANN201
     """Clamp answers out (H·m,) into the free joints' float64 limits (the limit head's float32 centre and
-    half-range can put ±1 up to ~1e-7 outside them)."""
+    half-range can put ±1 up to ~1e-7 outside them); 3 when an answer is not finite (NaN weights), else 0."""
     m = 0
     for i in range(out.shape[0]):
+        if not math.isfinite(out[i]):
+            return 3
         low = N[6 + m]
         high = N[6 + joints + m]
         if out[i] < low:
@@ -442,28 +462,27 @@ def clamp(N, out, joints):  # noqa: ANN001, ANN201
         m += 1
         if m == joints:
             m = 0
+    return 0
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
-def mlp_solve(P, I, N, pos, quat, x, out, work):  # noqa: ANN001, ANN201, E741
-    """Checks, normalisation, the MLP and the clamp in one call; the status of :func:`prepare`."""
-    status = prepare(N, pos, quat, x)
+def mlp_solve(P, I, N, pos, quat, x, out, work, max_distance):  # noqa: ANN001, ANN201, E741
+    """Checks, normalisation, the MLP and the clamp in one call; the status of :func:`prepare` or :func:`clamp`."""
+    status = prepare(N, pos, quat, x, max_distance)
     if status != 0:
         return status
     mlp_forward(P, I, x, out, work)
-    clamp(N, out, I[4])
-    return 0
+    return clamp(N, out, I[4])
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
-def harmoatt_solve(P, I, S, N, pos, quat, x, out, work):  # noqa: ANN001, ANN201, E741
-    """Checks, normalisation, HarmoAtt-IK and the clamp in one call; the status of :func:`prepare`."""
-    status = prepare(N, pos, quat, x)
+def harmoatt_solve(P, I, S, N, pos, quat, x, out, work, max_distance):  # noqa: ANN001, ANN201, E741
+    """Checks, normalisation, HarmoAtt-IK and the clamp in one call; the status of :func:`prepare` or :func:`clamp`."""
+    status = prepare(N, pos, quat, x, max_distance)
     if status != 0:
         return status
     harmoatt_forward(P, I, S, x, out, work)
-    clamp(N, out, I[10])
-    return 0
+    return clamp(N, out, I[10])
 
 
 # G (float64), per joint 16 values: rotation (3×3, row-major), translation (3), axis (3), revolute (1 or 0);

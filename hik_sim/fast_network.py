@@ -51,6 +51,9 @@ from scipy.special import erf, expit
 
 from hik_sim.errors import HikError
 
+MAX_TARGET_DISTANCE = 1e4
+"""[m]: :data:`hik_sim.network.MAX_TARGET_DISTANCE` (importing it would import torch)."""
+
 if TYPE_CHECKING:  # torch is imported by whoever hands us a network
     from hik_sim.network import IKNetwork
     from hik_sim.single_target import SingleTargetKinematics
@@ -243,14 +246,25 @@ class FastIKNetwork:
     def _bad_pose(status: int, pos: np.ndarray, quat: np.ndarray) -> HikError:
         if status == 1:
             return HikError(f"a target pose must be finite; got position {pos.tolist()} and quaternion {quat.tolist()}")
-        return HikError("a target quaternion must be non-zero (norm >= 1e-9); give a unit quaternion (w, x, y, z)")
+        if status == 2:
+            return HikError("a target quaternion must be non-zero (norm >= 1e-9); give a unit quaternion (w, x, y, z)")
+        if status == 3:
+            return HikError("the network answered NaN or inf for this target; its weights are not finite or the target overflows it")
+        return HikError(f"a target position must lie within {MAX_TARGET_DISTANCE:g} m of the chain's base along each axis, "
+                        f"got {pos.tolist()} (a unit or frame mistake?)")
 
     def _input(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
-        """The network input (7,) of one checked pose, as :class:`~hik_sim.data.PoseNormalizer` makes it."""
-        square = float(quat @ quat)
-        if not math.isfinite(float(pos @ pos) + square) and not (np.isfinite(pos).all() and np.isfinite(quat).all()):
+        """The network input (7,) of one shape-checked pose, as :meth:`IKNetwork.solve_all
+        <hik_sim.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps: |q|²
+        of a 1e300-long one overflows), then :class:`~hik_sim.data.PoseNormalizer`."""
+        if not (np.isfinite(pos).all() and np.isfinite(quat).all()):
             raise self._bad_pose(1, pos, quat)
-        if square < 1e-18:
+        if float(np.abs(pos).max()) > MAX_TARGET_DISTANCE:
+            raise self._bad_pose(4, pos, quat)
+        scale = float(np.abs(quat).max())
+        unit = quat / scale if scale > 0 else quat
+        length = math.sqrt(float(unit @ unit))
+        if scale * length < 1e-9:
             raise self._bad_pose(2, pos, quat)
         x = self._x  # 2·(p − min)/(max − min) − 1, and w ≥ 0
         x[:3] = pos
@@ -258,7 +272,8 @@ class FastIKNetwork:
         x[:3] *= 2.0
         x[:3] /= self._pos_span
         x[:3] -= 1.0
-        x[3:] = quat
+        x[3:] = unit
+        x[3:] /= length
         if quat[0] < 0:
             x[3:] *= -1.0
         return x
@@ -290,6 +305,8 @@ class FastIKNetwork:
                 raise self._bad_pose(status, pos, quat)
             return free
         free = self._forward(self._input(pos, quat))
+        if not np.isfinite(free).all():
+            raise self._bad_pose(3, pos, quat)
         # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
         np.maximum(free, self._lower, out=free)
         np.minimum(free, self._upper, out=free)
@@ -556,18 +573,26 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     C, L = channels, positions
     LC = L * C
     inv_size = 1.0 / LC
-    norm_w, norm_b, norm_eps = _layer_norm(block.norm)
-    norm_w32, norm_b32 = _f64(norm_w, norm_b)
-    attention = bool(getattr(block, "attention", True))
-    feed_forward = _feed_forward(block.feed_forward, C, L, pre, post, gelu)
+    if isinstance(block.norm, nn.LayerNorm):
+        norm_w, norm_b, norm_eps = _layer_norm(block.norm)
+        norm_w32, norm_b32 = _f64(norm_w, norm_b)
 
-    if not attention:  # x + LayerNorm(x), then the feed-forward layer; the fusion weights do not matter
-        def forward_plain(x: np.ndarray) -> np.ndarray:
+        def block_norm(x: np.ndarray) -> np.ndarray:
             normed = _normalise(x, inv_size, norm_eps)
             normed *= norm_w32
             normed += norm_b32
-            x = x + normed
-            return feed_forward(x)
+            return normed
+    elif isinstance(block.norm, nn.Identity):  # the dense trunk: no norm (the map is read, never written)
+        def block_norm(x: np.ndarray) -> np.ndarray:
+            return x
+    else:
+        raise HikError(f"no fast path for a fusion block normalised by {type(block.norm).__name__}; supported: LayerNorm, Identity")
+    attention = bool(getattr(block, "attention", True))
+    feed_forward = _feed_forward(block.feed_forward, C, L, pre, post, gelu)
+
+    if not attention:  # x + norm(x), then the feed-forward layer; the fusion weights do not matter
+        def forward_plain(x: np.ndarray) -> np.ndarray:
+            return feed_forward(x + block_norm(x))
 
         return forward_plain
 
@@ -607,9 +632,7 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     maximum = np.maximum
 
     def forward(x: np.ndarray) -> np.ndarray:
-        normed = _normalise(x, inv_size, norm_eps)
-        normed *= norm_w32
-        normed += norm_b32
+        normed = block_norm(x)
         grid = normed.reshape(L, C)
         stacked[:LC] = normed
         maximum.reduce(grid, axis=0, out=stacked[LC:LC + C])
@@ -650,19 +673,24 @@ def _feed_forward(module: Any, channels: int, positions: int, pre: float, post: 
 
     C, L = channels, positions
     inv_size = 1.0 / (L * C)
-    if hasattr(module, "mix") and hasattr(module, "norm"):  # dense: LayerNorm, L·C → F → L·C
+    if hasattr(module, "mix"):  # dense: (LayerNorm,) L·C → F → L·C
         layers = list(module.mix)
         if len(layers) != 3 or not isinstance(layers[0], nn.Linear) or not isinstance(layers[2], nn.Linear):
             raise HikError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear")
-        norm_w, norm_b, eps = _layer_norm(module.norm)
+        norm = getattr(module, "norm", None)  # hik_sim 0.2's first dense trunk had one
         w1, b1 = _linear(layers[0], pre)
-        b1 = b1 + w1 @ norm_b  # the LayerNorm's affine folded into the first layer
-        w1 = w1 * norm_w[None, :]
+        eps = None
+        if isinstance(norm, nn.LayerNorm):
+            norm_w, norm_b, eps = _layer_norm(norm)
+            b1 = b1 + w1 @ norm_b  # the LayerNorm's affine folded into the first layer
+            w1 = w1 * norm_w[None, :]
+        elif norm is not None and not isinstance(norm, nn.Identity):
+            raise HikError(f"no fast path for a dense feed-forward layer normalised by {type(norm).__name__}")
         w2, b2 = _linear(layers[2], post_of_input=post)
         w1, b1, w2, b2 = _f64(w1, b1, w2, b2)
 
         def dense(x: np.ndarray) -> np.ndarray:
-            h = w1 @ _normalise(x, inv_size, eps)
+            h = w1 @ (x if eps is None else _normalise(x, inv_size, eps))
             h += b1
             out = w2 @ gelu(h)
             out += b2
@@ -699,12 +727,20 @@ def _trunk_head(model: Any, width: int, pre: float, post: float,
                 gelu: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """The trunk head and the limit head: flat map (L·C,) → (H, m).
 
-    ``map`` trunk: Linear–GELU–Linear–GELU; ``dense`` trunk: LayerNorm–GELU.
+    ``map`` trunk: Linear–GELU–Linear–GELU; ``dense`` trunk: GELU (LayerNorm–GELU in its first version).
     """
     from torch import nn
 
-    layers = list(model.trunk_head)
+    layers = list(model.trunk_head) if isinstance(model.trunk_head, nn.Sequential) else [model.trunk_head]
     kinds = [type(m) for m in layers]
+    if kinds == [nn.GELU]:
+        scale = np.float64(pre)
+        head = _head(model.head, post)
+
+        def bare(x: np.ndarray) -> np.ndarray:
+            return head(gelu(x * scale))
+
+        return bare
     if kinds == [nn.LayerNorm, nn.GELU]:
         norm_w, norm_b, eps = _layer_norm(layers[0])
         norm_w, norm_b = _f64(norm_w * pre, norm_b * pre)
@@ -732,7 +768,7 @@ def _trunk_head(model: Any, width: int, pre: float, post: float,
 
         return mlp
     raise HikError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
-                   "Linear–GELU–Linear–GELU (map trunk), LayerNorm–GELU (dense trunk)")
+                   "Linear–GELU–Linear–GELU (map trunk), GELU or LayerNorm–GELU (dense trunk)")
 
 
 class _Pack:
@@ -763,6 +799,10 @@ class _Pack:
 def _norm_limits(pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """The kernels' N: workspace minimum and span [m], the free joints' lower and upper limits."""
     return np.concatenate((pos_min, pos_max - pos_min, limits[0], limits[1])).astype(np.float64)
+
+
+_NO_NORM = -2
+"""A LayerNorm slot of the numba layout that holds no LayerNorm: the map passes unchanged."""
 
 
 def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
@@ -801,7 +841,7 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
 
     def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
         out = np.empty(outputs)
-        return fused_kernel(P, I, N, pos, quat, x, out, work), out.reshape(hypotheses, joints)
+        return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
 
     return _Parts(forward, fused)
 
@@ -819,9 +859,13 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     head = model.head
     pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
     pos_embed, ori_embed = list(model.pos_embed), list(model.ori_embed)
-    trunk = list(model.trunk_head)
+    trunk = list(model.trunk_head) if isinstance(model.trunk_head, nn.Sequential) else [model.trunk_head]
     kinds = [type(m) for m in trunk]
-    if kinds == [nn.LayerNorm, nn.GELU]:
+    if kinds == [nn.GELU]:  # the dense trunk: no LayerNorm before the head
+        dense_head, head_hidden = True, 0
+        trunk_slots = [_NO_NORM, -1, -1, -1]
+        trunk_eps = 0.0
+    elif kinds == [nn.LayerNorm, nn.GELU]:
         dense_head, head_hidden = True, 0
         trunk_slots = [pack.add(trunk[0].weight), pack.add(trunk[0].bias), -1, -1]
         trunk_eps = float(trunk[0].eps)
@@ -831,10 +875,10 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         trunk_eps = 0.0
     else:
         raise HikError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
-                       "Linear–GELU–Linear–GELU (map trunk), LayerNorm–GELU (dense trunk)")
+                       "Linear–GELU–Linear–GELU (map trunk), GELU or LayerNorm–GELU (dense trunk)")
     blocks = list(model.blocks)
     first_ff = blocks[0].feed_forward
-    dense_ff = hasattr(first_ff, "mix") and hasattr(first_ff, "norm")
+    dense_ff = hasattr(first_ff, "mix")
     if dense_ff != dense_head:
         raise HikError("no fast path for a HarmoAtt-IK network that mixes the dense and map trunks")
     ff_hidden = list(first_ff.mix)[0].out_features if dense_ff else list(first_ff)[1].out_features
@@ -848,6 +892,10 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     constants = [trunk_eps]
 
     def affine(norm: Any) -> list[int]:
+        if norm is None or isinstance(norm, nn.Identity):
+            return [_NO_NORM, -1]
+        if not isinstance(norm, nn.LayerNorm):
+            raise HikError(f"no fast path for a norm {type(norm).__name__}; supported: LayerNorm, Identity")
         if not norm.elementwise_affine:
             return [-1, -1]
         if norm.bias is None:
@@ -860,7 +908,7 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
             if not (hasattr(ff, "mix") and len(ff.mix) == 3 and isinstance(ff.mix[0], nn.Linear)
                     and isinstance(ff.mix[2], nn.Linear) and ff.mix[0].out_features == ff_hidden):
                 raise HikError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear of one width")
-            ff_norm, ff1, ff2 = ff.norm, ff.mix[0], ff.mix[2]
+            ff_norm, ff1, ff2 = getattr(ff, "norm", None), ff.mix[0], ff.mix[2]
         else:
             layers = list(ff)
             if (len(layers) != 4 or not isinstance(layers[0], nn.LayerNorm) or not isinstance(layers[1], nn.Linear)
@@ -877,7 +925,8 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
                   pack.add(block.cross_cell), pack.add(block.weight_net[0].weight), pack.add(block.weight_net[0].bias),
                   pack.add(block.weight_net[2].weight), pack.add(block.weight_net[2].bias), *affine(ff_norm),
                   pack.add(ff1.weight), pack.add(ff1.bias), pack.add(ff2.weight), pack.add(ff2.bias)]
-        constants += [float(block.norm.eps), float(ff_norm.eps), float(block.tau_min), float(block.tau_max)]
+        constants += [float(getattr(block.norm, "eps", 0.0)), float(getattr(ff_norm, "eps", 0.0)), float(block.tau_min),
+                      float(block.tau_max)]
     P, I, S = pack.array(), np.asarray(slots, dtype=np.int64), np.asarray(constants, dtype=np.float64)
     outputs, joints = head.linear.out_features, head.center.numel()
     width = max(LC, ff_hidden, head_hidden, pos_embed[0].out_features, ori_embed[0].out_features, 2 * C, 2 * L, 4)
@@ -892,6 +941,6 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
 
     def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
         out = np.empty(outputs)
-        return fused_kernel(P, I, S, N, pos, quat, x, out, work), out.reshape(outputs // joints, joints)
+        return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
     return _Parts(forward, fused)

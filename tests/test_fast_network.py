@@ -124,9 +124,11 @@ def test_quaternion_sign_and_scale_match_the_network(irb120: Chain, backend: str
     for pos, quat in zip(targets.pos, targets.quat):
         base = fast.solve(pos.numpy(), quat.numpy())
         assert np.array_equal(base, fast.solve(pos.numpy(), (-quat).numpy()))  # q and −q: one target
-        scaled = 2.5 * quat  # not normalised, as IKNetwork does not
-        _, ranked = _reference(network, pos[None], scaled[None])
-        assert np.abs(fast.solve(pos.numpy(), scaled.numpy()) - ranked[0, 0]).max() < TOLERANCE
+        for scale in (2.5, 1e-6, 1e300):  # any length, normalised as IKNetwork.solve_all does (1e300 without overflow)
+            scaled = scale * quat
+            _, ranked = _reference(network, pos[None], scaled[None])
+            assert np.abs(fast.solve(pos.numpy(), scaled.numpy()) - ranked[0, 0]).max() < TOLERANCE
+            assert np.abs(fast.solve(pos.numpy(), scaled.numpy()) - base).max() < 1e-12
         assert np.abs(fast.solve(pos.tolist(), quat.tolist()) - base).max() == 0  # lists are poses too
 
 
@@ -165,6 +167,7 @@ BAD_POSES = {
     "inf quaternion": (np.array([0.3, 0.1, 0.2]), np.array([1.0, -np.inf, 0, 0])),
     "zero quaternion": (np.array([0.3, 0.1, 0.2]), np.zeros(4)),
     "tiny quaternion": (np.array([0.3, 0.1, 0.2]), np.array([1e-12, 0, 0, 0])),
+    "position 1e5 m away": (np.array([0.3, 1e5, 0.2]), np.array([1.0, 0, 0, 0])),
 }
 
 
@@ -269,3 +272,19 @@ def test_tanh_gelu_networks_agree_with_torch(irb120: Chain, variant: str, backen
         if isinstance(module, nn.GELU):
             module.approximate = "tanh"
     _check_agreement(network, irb120, network.selection, backend)
+
+
+def test_limits_on_targets_are_the_network_module_s() -> None:
+    from hik_sim import network
+
+    assert fast_network.MAX_TARGET_DISTANCE == network.MAX_TARGET_DISTANCE
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_weights_are_a_hik_error_not_nan_joints(irb120: Chain, backend: str) -> None:
+    network = _tiny(irb120, *TINY["mlp"])
+    with torch.no_grad():
+        network.model.head.linear.bias[0] = float("nan")
+    fast = FastIKNetwork.from_network(network, backend=backend)
+    with pytest.raises(HikError, match="NaN"):
+        fast.solve(np.array([0.3, 0.1, 0.4]), np.array([1.0, 0.0, 0.0, 0.0]))
