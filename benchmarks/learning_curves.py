@@ -6,7 +6,11 @@ the other, and validated every ``--eval-every`` steps on the trainer's validatio
 
 - **equal time** (the headline: what a user with one machine gets): each network as it stands at
   the end of the budget, on a separate test set (seed 2024, not the validation set);
-- **equal steps**: each network's validation error at the largest step that every network reached.
+- **same step**: each network's validation error at the largest step that every network reached.
+  Each run follows its own time-based schedule, so at that step the faster networks are still
+  mid-schedule (high learning rate) while the slowest is at its end: this column shows how much a
+  step buys, not what equal step budgets would give (``scripts/train_pretrained.py`` trains pairs
+  at equal steps for that).
 
 Networks (``--models``):
 
@@ -74,46 +78,51 @@ def network_config(name: str, robot_dof: int, args: argparse.Namespace) -> Train
         options["hidden"] = matched_mlp_hidden(robot_dof, hypotheses=args.hypotheses, **reference)
     return TrainConfig(model=model, steps=10**9, minutes=args.minutes, batch=args.batch, lr=args.lr, seed=args.seed,
                        device="cpu", model_options=tuple(options.items()), eval_size=args.eval_size,
-                       eval_every=args.eval_every, normalizer_samples=5000 if args.quick else 100_000)
+                       eval_every=args.eval_every, normalizer_samples=5000 if args.quick else 100_000, compile=args.compile)
 
 
 def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Train one network under the budget; its curve and its test-set metrics."""
     robot = get_robot(robot_name)
     config = network_config(name, robot.dof, args)
-    out = args.save / robot_name / f"{name}{'' if args.hypotheses == 1 else f'_{args.hypotheses}answers'}.pt" if args.save else None
+    tag = ("" if args.hypotheses == 1 else f"_{args.hypotheses}answers") + ("_compiled" if args.compile else "")
+    out = args.save / robot_name / f"{name}{tag}.pt" if args.save else None
     result = train(robot, config, out=out, progress=not args.no_progress)
     if result.stopped_by is not None:  # Ctrl-C/SIGTERM: a cut-short run is not a point on the curve
         raise SystemExit(f"stopped by {result.stopped_by} during {robot_name} {name}; the runs before it are kept")
     chain = Chain(robot)
     test = evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, args.targets))
     curve = [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history]
-    return {"robot": robot_name, "network": name, "hypotheses": args.hypotheses, "parameters": result.card.parameters,
+    return {"robot": robot_name, "network": name, "hypotheses": args.hypotheses, "compiled": args.compile,
+            "parameters": result.card.parameters,
             "steps": result.card.steps, "seconds": result.card.training_seconds,
             "steps_per_second": result.card.metrics["steps_per_second"], "model_options": result.card.model_options,
             "curve": curve, "test": test}
 
 
-def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float]:
-    """The last validation at or before ``step``."""
-    return [point for point in curve if point["step"] <= step][-1]
+def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float] | None:
+    """The last validation at or before ``step`` (``None`` when the first came later)."""
+    before = [point for point in curve if point["step"] <= step]
+    return before[-1] if before else None
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
-    """Per robot: the equal-time table (test set) and the equal-steps table (validation set)."""
+    """Per robot: the equal-time columns (test set) and the same-step columns (validation set)."""
     lines = []
     for robot in dict.fromkeys(r["robot"] for r in runs):
         rows = [r for r in runs if r["robot"] == robot]
         common = min(r["curve"][-1]["step"] for r in rows)
-        lines += [f"**{robot}**, {rows[0]['minutes']:g} min each, {rows[0]['hypotheses']} answer(s)", "",
+        lines += [f"**{robot}**, {rows[0]['minutes']:g} min each, {rows[0]['hypotheses']} answer(s)"
+                  + (", compiled" if rows[0].get("compiled") else ""), "",
                   "| network | params | steps/s | steps | equal time: pos mean [mm] | rot mean [°] | success 5 mm & 2° "
-                  f"| equal steps ({common:,}): pos mean [mm] | rot mean [°] | success |",
+                  f"| same step ({common:,}), own schedule: pos mean [mm] | rot mean [°] | success |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sorted(rows, key=lambda r: r["test"]["pos_mean_mm"]):
             t, s = r["test"], at_step(r["curve"], common)
+            same_step = (f"{s['pos_mean_mm']:.2f} | {s['rot_mean_deg']:.2f} | {100 * s['success_5mm_2deg']:.1f} %" if s
+                         else "— | — | —")
             lines.append(f"| {r['network']} | {r['parameters']:,} | {r['steps_per_second']:.1f} | {r['steps']:,} "
-                         f"| {t['pos_mean_mm']:.2f} | {t['rot_mean_deg']:.2f} | {100 * t['success_5mm_2deg']:.1f} % "
-                         f"| {s['pos_mean_mm']:.2f} | {s['rot_mean_deg']:.2f} | {100 * s['success_5mm_2deg']:.1f} % |")
+                         f"| {t['pos_mean_mm']:.2f} | {t['rot_mean_deg']:.2f} | {100 * t['success_5mm_2deg']:.1f} % | {same_step} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -143,9 +152,12 @@ def plot(runs: list[dict[str, Any]], out: Path) -> list[Path]:
         axes[0, 0].set_title("against wall-clock time (the headline)")
         axes[0, 1].set_title("against steps")
         axes[0, 0].legend()
-        fig.suptitle(f"{robot}: validation error while training (CPU, {runs[0]['threads']} thread(s) each)")
+        fig.suptitle(f"{robot}: validation error while training (CPU, {runs[0]['threads']} thread(s) each"
+                     + (f", {runs[0]['hypotheses']} answers" if runs[0]["hypotheses"] > 1 else "")
+                     + (", compiled" if runs[0].get("compiled") else "") + ")")
         fig.tight_layout()
-        path = out / f"learning_curves_{robot}.png"
+        tag = (f"_{runs[0]['hypotheses']}answers" if runs[0]["hypotheses"] > 1 else "") + ("_compiled" if runs[0].get("compiled") else "")
+        path = out / f"learning_curves_{robot}{tag}.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
         paths.append(path)
@@ -163,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per run (default 1)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile every network's step (compiling counts in the budget)")
     parser.add_argument("--eval-every", type=int, default=250, help="steps between validations (default 250)")
     parser.add_argument("--eval-size", type=int, default=2000, help="validation targets (default 2000)")
     parser.add_argument("--targets", type=int, default=10_000, help="test targets at the end (default 10000)")
@@ -184,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = json.loads(record_path.read_text())["runs"]
     for robot_name in args.robots:
         for name in args.models:
-            key = (robot_name, name, args.hypotheses, args.minutes)
-            if any((r["robot"], r["network"], r["hypotheses"], r["minutes"]) == key for r in runs):
+            key = (robot_name, name, args.hypotheses, args.minutes, args.compile)
+            if any((r["robot"], r["network"], r["hypotheses"], r["minutes"], r.get("compiled", False)) == key for r in runs):
                 continue
             run = run_one(robot_name, name, args) | {"minutes": args.minutes, "threads": args.threads,
                                                      "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -196,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{robot_name} {name}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
                   f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
     shown = [r for r in runs if r["robot"] in args.robots and r["network"] in args.models
-             and (r["hypotheses"], r["minutes"]) == (args.hypotheses, args.minutes)]
+             and (r["hypotheses"], r["minutes"], r.get("compiled", False)) == (args.hypotheses, args.minutes, args.compile)]
     table = markdown(shown)
     print(table)
     (args.out / "learning_curves.md").write_text(table)

@@ -202,3 +202,25 @@ def test_soak_counts_a_violation_and_fails() -> None:
     cell = soak.Cell()
     soak.check(chain, result, targets.pos, targets.quat, Tolerance(), cell, unreachable=True)
     assert cell.false_success == 3  # success claimed on an unreachable target (and reported errors that do not match)
+
+
+def test_learning_curves_quick_run_trains_every_network_under_one_budget(tmp_path: Path) -> None:
+    curves = _load_script("learning_curves")
+    argv = ["--quick", "--minutes", "0.02", "--robots", "irb120", "--out", str(tmp_path), "--save", str(tmp_path / "nets"),
+            "--no-progress"]
+    assert curves.main(argv) == 0
+    runs = json.loads((tmp_path / "learning_curves.json").read_text())["runs"]
+    assert [r["network"] for r in runs] == list(curves.NETWORKS)
+    for run in runs:
+        assert run["seconds"] >= 1.2 and run["steps"] >= 1 and run["curve"][-1]["step"] == run["steps"]
+        assert [p["step"] for p in run["curve"]] == sorted(p["step"] for p in run["curve"])
+        assert (tmp_path / "nets" / "irb120" / f"{run['network']}.pt").exists()
+    params = {r["network"]: r["parameters"] for r in runs}
+    assert params["harmoatt"] == params["harmoatt_no_attention"]
+    assert 0.9 <= params["mlp"] / params["harmoatt"] <= 1.1  # parameter-matched
+    options = {r["network"]: r["model_options"] for r in runs}
+    assert options["harmoatt_no_attention"]["attention"] is False and options["harmoatt_map"]["trunk"] == "map"
+    table = (tmp_path / "learning_curves.md").read_text()
+    assert table.count("| harmoatt") == 3 and (tmp_path / "learning_curves_irb120.png").stat().st_size > 10_000
+    assert curves.main(argv) == 0  # a second run keeps the runs already made
+    assert len(json.loads((tmp_path / "learning_curves.json").read_text())["runs"]) == len(runs)
