@@ -38,7 +38,7 @@ setup(
         "jvrc-description==1.1.1",
     ],
     extras_require={
-        "test": ["pytest>=8", "hypothesis>=6.100"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59"],  # numba: the tests cover fast_network's compiled backend too
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
         # hik_sim.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback

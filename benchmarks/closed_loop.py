@@ -1,0 +1,95 @@
+"""The network alone, open loop and closed on its own error, on every robot's fixed test targets.
+
+Per robot, the network the ``closed_loop`` policy uses (the hybrid's seed:
+``hik_sim.policies.hybrid_seed_name``) answers 10,000 test targets (seed 2024) through
+:class:`~hik_sim.solvers.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
+goal-shift corrections. No least-squares solver is involved; every FK is counted (the choice
+among several answers included). Reported: mean / median position [mm] and rotation [°] error,
+success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
+
+Output: a Markdown table on stdout and in ``<out>/closed_loop.md``, raw numbers in
+``<out>/closed_loop.json``.
+
+Usage::
+
+    python benchmarks/closed_loop.py
+    python benchmarks/closed_loop.py --robots irb120 g1 --targets 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from hik_sim.data import make_eval_set
+from hik_sim.experiments import TEST_SEED
+from hik_sim.kinematics import Chain
+from hik_sim.policies import hybrid_seed_name, load_pretrained
+from hik_sim.robots import get_robot, robot_names
+from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, NeuralIK
+
+CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
+
+
+def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list[dict[str, object]]:
+    """One row per number of corrections."""
+    robot = get_robot(robot_name)
+    chain = Chain(robot)
+    name = hybrid_seed_name(robot_name)
+    network = load_pretrained(robot_name, name)
+    batch = make_eval_set(chain, TEST_SEED, targets).batch
+    rows = []
+    for k in corrections:
+        result = NeuralIK(network, chain, corrections=k).solve(batch.pos, batch.quat)
+        pos_mm, rot_deg = 1000 * result.pos_err, torch.rad2deg(result.rot_err)
+        rows.append({"robot": robot_name, "network": name, "corrections": k, "targets": targets,
+                     "pos_mean_mm": float(pos_mm.mean()), "pos_median_mm": float(pos_mm.median()),
+                     "rot_mean_deg": float(rot_deg.mean()), "rot_median_deg": float(rot_deg.median()),
+                     "success_5mm_2deg": float(result.success.double().mean()),
+                     "fk_per_target": float(result.fk_evals.double().mean()),
+                     "ms_per_1000": 1000 * result.wall_time / targets * 1000})
+    return rows
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    """The table."""
+    lines = ["| robot | network | corrections | pos mean / median [mm] | rot mean / median [°] | success 5 mm & 2° "
+             "| FK per target | ms per 1,000 targets |", "|---|---|---:|---|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['robot']} | {r['network']} | {r['corrections']}{' (open loop)' if r['corrections'] == 0 else ''} "
+                     f"| {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
+                     f"| {100 * r['success_5mm_2deg']:.1f} % | {r['fk_per_target']:.2f} | {r['ms_per_1000']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="closed_loop", description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="*", default=list(robot_names()), choices=list(robot_names()))
+    parser.add_argument("--targets", type=int, default=10_000, help="test targets per robot (default 10000)")
+    parser.add_argument("--corrections", type=int, nargs="*", default=list(CORRECTIONS),
+                        help=f"numbers of corrections to measure (default {' '.join(map(str, CORRECTIONS))})")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    args = parser.parse_args(argv)
+    if args.targets < 1 or any(k < 0 for k in args.corrections) or not args.corrections:
+        parser.error("--targets must be at least 1 and --corrections non-negative")
+    rows = [row for name in args.robots for row in measure(name, args.targets, tuple(args.corrections))]
+    table = markdown(rows)
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+    (args.out / "closed_loop.json").write_text(json.dumps(record, indent=2) + "\n")
+    (args.out / "closed_loop.md").write_text(table)
+    print(f"wrote {args.out / 'closed_loop.json'} and {args.out / 'closed_loop.md'}", file=sys.stderr)
+    return 0 if all(math.isfinite(r["pos_mean_mm"]) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
