@@ -252,7 +252,7 @@ def test_a_run_can_start_from_another_checkpoint_and_grow_its_hypotheses(tmp_pat
     candidates = result.network(targets.pos.float(), targets.quat.float()).candidates.detach()
     assert torch.allclose(candidates[:, 0], before, atol=1e-5)  # the first answer is the source's
     spread = (candidates[:, 1:] - before[:, None]).abs().max()
-    assert 0 < spread < 0.05  # the new ones are near copies of it
+    assert 0 < spread < 0.2  # [rad] the new ones are near copies of it (1 % weight noise; joint 6 spans 14 rad)
     # it continues a lineage: a second start counts both runs
     train(robot, tiny_config("harmoatt", steps=1, model_options=grown, init_from=str(source)), out=tmp_path / "grown.pt",
           progress=False)
