@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from hik_sim.atomic import write_atomically
 from hik_sim.data import JointSelection, PoseNormalizer
 from hik_sim.errors import CheckpointError
 from hik_sim.kinematics import Chain
@@ -159,18 +160,6 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _write_atomically(path: Path, write: Any) -> None:
-    """Call ``write(temporary_path)``, then rename the file onto ``path``: readers see the old file or the new one."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # unique: safe for concurrent writers
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card, resume_state: dict[str, Any] | None = None) -> Path:
     """Write ``path`` (weights, card, optional resume state) and ``path`` with suffix ``.json`` (the card).
 
@@ -188,9 +177,9 @@ def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card
     payload = {"format": FORMAT, "card": card.to_json(), "state_dict": network.state_dict()}
     if resume_state is not None:
         payload["resume"] = resume_state
-    _write_atomically(path, lambda tmp: torch.save(payload, tmp))
+    write_atomically(path, lambda tmp: torch.save(payload, tmp))
     text = json.dumps(card.to_json(), indent=2) + "\n"
-    _write_atomically(path.with_suffix(".json"), lambda tmp: tmp.write_text(text))
+    write_atomically(path.with_suffix(".json"), lambda tmp: tmp.write_text(text))
     return path
 
 

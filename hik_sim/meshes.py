@@ -20,11 +20,10 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from hik_sim.atomic import write_atomically
 from hik_sim.errors import MeshError
 
 __all__ = ["MujocoMesh", "cache_dir", "mujoco_mesh"]
@@ -70,22 +69,6 @@ def _obj_vertex_count(path: Path) -> int:
         return sum(1 for line in f if line.startswith((b"v ", b"v\t")))
 
 
-def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
-    """Write ``target`` through ``write(path)`` on a unique temporary file beside it, then rename it into place.
-
-    Concurrent writers of the same target never clash (each has its own temporary name) and
-    readers see either no file or a whole one (``os.replace`` is atomic within a folder).
-    """
-    handle, name = tempfile.mkstemp(dir=target.parent, prefix=".partial-", suffix=target.suffix)
-    os.close(handle)
-    try:
-        write(Path(name))
-        os.replace(name, target)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
-
-
 def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | None:
     try:
         import trimesh
@@ -107,7 +90,7 @@ def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | 
             rgba = tuple(round(float(c), 3) for c in mean)
     except Exception:  # a mesh without usable colour information keeps the URDF's colour
         rgba = None
-    _write_atomically(target, lambda path: loaded.export(str(path), file_type="stl"))
+    write_atomically(target, lambda path: loaded.export(str(path), file_type="stl"))
     return rgba
 
 
@@ -141,7 +124,7 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
             except FileExistsError:  # another process linked it first: the same file, by its key
                 pass
             except OSError:  # no symlinks here: copy instead
-                _write_atomically(target, lambda path: path.write_bytes(source.read_bytes()))
+                write_atomically(target, lambda path: path.write_bytes(source.read_bytes()))
         return MujocoMesh(target, None)
     target = folder / f"{source.stem[:_STEM_CHARS]}-{key}.stl"
     meta = target.with_suffix(".json")
@@ -149,5 +132,5 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
         rgba = json.loads(meta.read_text())["rgba"]
         return MujocoMesh(target, tuple(rgba) if rgba else None)
     rgba = _convert(source, target)
-    _write_atomically(meta, lambda path: path.write_text(json.dumps({"source": str(source), "rgba": rgba})))
+    write_atomically(meta, lambda path: path.write_text(json.dumps({"source": str(source), "rgba": rgba})))
     return MujocoMesh(target, rgba)
