@@ -113,7 +113,14 @@ class Card:
         except TypeError as exc:
             raise CheckpointError(f"not a hik_sim checkpoint card: {exc}") from None
         for name in ("joint_names", "lower", "upper", "pos_min", "pos_max"):  # JSON gives lists
-            object.__setattr__(card, name, tuple(getattr(card, name)))
+            value = getattr(card, name)
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+                raise CheckpointError(f"not a hik_sim checkpoint card: {name} must be a list, got {value!r}")
+            object.__setattr__(card, name, tuple(value))
+        for name, size in (("lower", len(card.joint_names)), ("upper", len(card.joint_names)), ("pos_min", 3), ("pos_max", 3)):
+            value = getattr(card, name)
+            if len(value) != size or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+                raise CheckpointError(f"not a hik_sim checkpoint card: {name} must be {size} numbers, got {value!r}")
         if card.model == "harmoatt" and "trunk" not in card.model_options:
             object.__setattr__(card, "model_options", {**LEGACY_HARMOATT_OPTIONS, **card.model_options})
         return card
@@ -189,6 +196,8 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     Raises:
         CheckpointError: the file is missing, unreadable, corrupt, or not a hik_sim checkpoint.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise CheckpointError(f"a checkpoint path must be a str or os.PathLike, got {path!r}")
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
@@ -237,8 +246,11 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
                         JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)
+    state = payload["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path}: the weights must be a mapping of names to tensors, got {type(state).__name__}")
     try:
-        network.load_state_dict(payload["state_dict"])
+        network.load_state_dict(state)
     except RuntimeError as exc:
         raise CheckpointError(f"{path}: the weights do not fit the network its card describes ({str(exc)[:300]})") from None
     broken = [name for name, value in payload["state_dict"].items() if value.is_floating_point() and not bool(value.isfinite().all())]

@@ -134,8 +134,11 @@ class TrainConfig:
             raise HikError(f"minutes must be positive, got {self.minutes}")
         if self.batch < 1 or self.eval_size < 1 or self.eval_every < 1 or self.normalizer_samples < 100:
             raise HikError("batch, eval_size and eval_every must be at least 1 and normalizer_samples at least 100")
-        if not (self.lr > 0 and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0 and self.grad_clip > 0):
-            raise HikError("lr and grad_clip must be positive, final_lr_fraction in (0, 1], warmup_steps >= 0")
+        if not (0 < self.lr < math.inf and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0
+                and 0 < self.grad_clip < math.inf):
+            raise HikError(f"lr and grad_clip must be positive and finite, final_lr_fraction in (0, 1], warmup_steps >= 0; "
+                           f"got lr={self.lr}, grad_clip={self.grad_clip}, final_lr_fraction={self.final_lr_fraction}, "
+                           f"warmup_steps={self.warmup_steps}")
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
             raise HikError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.model == "harmoatt" and "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
@@ -513,6 +516,13 @@ def _key_value(text: str, what: str) -> tuple[str, str]:
     return name, value
 
 
+def _joint_value(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise HikError(f"--fix-joint {name}={text}: the value must be a number [rad, or m for a prismatic joint]") from None
+
+
 def _option_value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -562,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         robot = robot_from_args(args)
-        fixed = tuple((name, float(value)) for name, value in args.fix_joint)
+        fixed = tuple((name, _joint_value(name, value)) for name, value in args.fix_joint)
         loss = LossConfig(adaptive_beta=not args.no_adaptive_beta, sign_invariant=not args.no_sign_invariant,
                           entropy_weight=args.entropy_weight, hypothesis_mix=args.hypothesis_mix)
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,

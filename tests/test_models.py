@@ -215,14 +215,11 @@ def test_winner_takes_all_loss_trains_the_best_answer_and_a_little_the_rest() ->
         LossConfig(hypothesis_mix=1.5)
 
 
-def test_a_size_torch_refuses_is_a_hik_error() -> None:
-    import torch
-
-    from hik_sim.errors import HikError
-    from hik_sim.models import build_model
-
-    with pytest.raises(HikError, match="bad options for model 'mlp'"):
+def test_sizes_torch_would_refuse_are_hik_errors() -> None:
+    with pytest.raises(HikError, match="hidden >= 1 and layers >= 1, got hidden=-1"):
         build_model("mlp", -torch.ones(6), torch.ones(6), hidden=-1)
+    with pytest.raises(HikError, match="bad options for model 'harmoatt'"):  # what torch refuses, named
+        build_model("harmoatt", -torch.ones(6), torch.ones(6), embed_hidden=-4)
 
 
 def test_harmoatt_fusion_blocks_carry_the_model_and_the_ablation_removes_only_the_attention() -> None:

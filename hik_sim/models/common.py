@@ -51,6 +51,8 @@ class LimitHead(nn.Module):
 
     def __init__(self, in_features: int, lower: torch.Tensor, upper: torch.Tensor, hypotheses: int = 1) -> None:
         super().__init__()
+        if isinstance(hypotheses, bool) or not isinstance(hypotheses, int):
+            raise HikError(f"hypotheses must be a whole number of answers (at least 1), got {hypotheses!r}")
         if hypotheses < 1:
             raise HikError(f"hypotheses must be at least 1, got {hypotheses}")
         self.hypotheses = hypotheses

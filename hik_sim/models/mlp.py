@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from hik_sim.errors import HikError
 from hik_sim.models.common import IKOutput, LimitHead, xavier_init
 
 __all__ = ["MLPIK"]
@@ -24,11 +25,16 @@ class MLPIK(nn.Module):
         layers: number of hidden layers.
         in_features: input width (7: normalised position and quaternion).
         hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
+
+    Raises:
+        HikError: ``hidden`` or ``layers`` below 1.
     """
 
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int = 512, layers: int = 4, in_features: int = 7,
                  hypotheses: int = 1) -> None:
         super().__init__()
+        if not (isinstance(hidden, int) and isinstance(layers, int) and hidden >= 1 and layers >= 1):
+            raise HikError(f"the MLP needs whole numbers hidden >= 1 and layers >= 1, got hidden={hidden!r}, layers={layers!r}")
         blocks: list[nn.Module] = []
         width = in_features
         for _ in range(layers):
