@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
               "cpu_count": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-              "command": "python benchmarks/soak.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "command": " ".join(["python", "benchmarks/soak.py", *(argv if argv is not None else sys.argv[1:])]),
               "config": {"robots": args.robots, "solves": args.solves, "single_target": args.single_target,
                          "dm_control": args.dm_control, "chunk": args.chunk, "seed": SOAK_SEED,
                          "pos_slack_m": POS_SLACK, "rot_slack_rad": ROT_SLACK},
