@@ -205,7 +205,7 @@ def _result(chain: Chain, q: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor
 
 CLOSED_LOOP_CORRECTIONS = 5
 """Goal-shift corrections of the ``closed_loop`` policy (:class:`NeuralIK`): on the shipped networks
-most of the gain comes in the first 1–3 (measured on 2,000 test targets; docs/networks.md)."""
+most of the gain comes in the first 1–3 (benchmarks/closed_loop.py, docs/networks.md)."""
 
 
 class NeuralIK:
