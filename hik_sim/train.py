@@ -406,12 +406,21 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             versions={"hik_sim": hik_sim.__version__, "torch": torch.__version__}, init=init,
         )
 
+    # Tensors that took part in a collective stay referenced until the process group is gone: if the
+    # group's worker thread held the last reference to one, it would need the GIL to free it while the
+    # main thread, holding the GIL, waits for that thread in the group's destructor (a deadlock seen
+    # with gloo at the end of a run).
+    collective_tensors: list[torch.Tensor] = [torch.empty(0)]
+
     def save(card: Card) -> Path | None:
         """Rank 0 writes the checkpoint; every rank must call it (the generator states are gathered)."""
         generators = [generator.get_state()]
-        if world > 1:
-            generators = [torch.empty(0, dtype=torch.uint8)] * world
-            torch.distributed.all_gather_object(generators, generator.get_state())
+        if world > 1:  # every rank's state (same size on every rank), through the collective's own device
+            mine = generator.get_state().to(device)
+            gathered = [torch.empty_like(mine) for _ in range(world)]
+            torch.distributed.all_gather(gathered, mine)
+            collective_tensors.extend([mine, *gathered])
+            generators = [g.cpu() for g in gathered]
         if out is None:
             return None
         resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generators[0],
@@ -424,6 +433,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             return now, stopping
         flags = torch.tensor([now, float(stopping)], dtype=torch.float64, device=device)
         torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+        collective_tensors[:1] = [flags]  # the last one; see collective_tensors
         return float(flags[0]), bool(flags[1] > 0)
 
     step_loss = torch.compile(batch_loss) if config.compile else batch_loss
@@ -462,8 +472,12 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         network.eval()
         card = card_now()
         path = save(card)  # still under the handlers: a signal now cannot cut the final save short
+    if world > 1:
+        torch.distributed.barrier()
+        del step_loss, batch_loss, model  # the DDP wrapper holds the group: let it go before the group ends
     if started_group:
         torch.distributed.destroy_process_group()
+    collective_tensors.clear()
     # a rank that was not signalled itself stops with the others (torchrun forwards a signal to every rank)
     return TrainResult(network, card, path, history, steps_this_run=step - first_step,
                        stopped_by=stop.signal or ("SIGTERM" if stopping else None))
