@@ -263,11 +263,9 @@ class NeuralIK:
         active = torch.ones(pos.shape[0], dtype=torch.bool)
         for correction in range(self.corrections + 1):
             index = active.nonzero().flatten()
-            if correction > 0:
+            if correction > 0:  # at 0 every target is active and q is the open-loop answer
                 q = self._answer(goal_pos[index], goal_quat[index])
                 fk_evals[index] += self._choice_fk
-            else:
-                q = q[index]
             reached = self.chain.fk(q)
             fk_evals[index] += 1
             pos_err = position_error(reached.pos, pos[index])

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -154,8 +155,6 @@ def _train_in_turn(todo: list, args: argparse.Namespace, index: dict, index_path
 
 def _train_parallel(todo: list, args: argparse.Namespace, index: dict, index_path: Path) -> list[tuple[str, str, Card]]:
     """``--parallel`` checkpoints at a time, each in its own (spawned) process; every one under the same budget."""
-    import os
-
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.parallel)
     cards = []
     with tempfile.TemporaryDirectory() as scratch, \
