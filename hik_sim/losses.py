@@ -33,6 +33,18 @@ rotation/tolerance, as :class:`~hik_sim.network.IKNetwork` chooses), plus ε × 
 H answers (ε = 0.05 by default), so that every answer keeps learning even where another wins —
 without that term an answer that loses everywhere early never trains again. The winner's errors
 drive the adaptive β and are the reported position and rotation terms.
+
+Two other objectives train the baselines as their papers do (the trainer picks one by model kind,
+:attr:`hik_sim.train.TrainConfig.objective`):
+
+- :class:`CycleIKLoss`: CycleIK's own loss (``jangerritha/CycleIK``, ``train/train.py`` and
+  ``train/train_mlp.py``), through FK like ours: ``position_weight × SmoothL1(β = 1 mm)`` of the
+  position coordinates [m] (PyTorch's ``SmoothL1Loss(beta=0.001)``, mean over batch and the three
+  coordinates) plus ``orientation_weight ×`` the mean over the batch of
+  ``min(Σ SmoothL1_β=0.01(q̂ − q), Σ SmoothL1_β=0.01(−q̂ − q))`` over the four quaternion
+  components (``orientation_loss_phi_7``: sign invariant by taking the minimum over ±q).
+- :class:`RegressionLoss`: supervised regression (the hybrid paper's DNN): the mean squared error
+  between the network's joints and the sampled joints [rad²]; no FK.
 """
 
 from __future__ import annotations
@@ -47,7 +59,8 @@ from torch import nn
 from hik_sim.errors import HikError
 from hik_sim.rotations import quaternion_multiply
 
-__all__ = ["LossConfig", "LossTerms", "CompositeLoss", "adaptive_smooth_l1", "geodesic_angle", "fusion_entropy"]
+__all__ = ["LossConfig", "LossTerms", "CompositeLoss", "adaptive_smooth_l1", "geodesic_angle", "fusion_entropy",
+           "CycleIKLoss", "RegressionLoss", "cycleik_position_loss", "cycleik_orientation_loss"]
 
 
 @dataclass(frozen=True)
@@ -217,3 +230,65 @@ class CompositeLoss(nn.Module):
         entropy = fusion_entropy(fusion_weights) if fusion_weights is not None else pos.new_zeros(())
         total = task + c.entropy_weight * entropy
         return LossTerms(total, position, rotation, entropy, beta)
+
+
+def cycleik_position_loss(pos: torch.Tensor, target_pos: torch.Tensor, beta: float = 0.001) -> torch.Tensor:
+    """CycleIK's position term: Smooth-L1 with β [m] (1 mm) per coordinate, mean over (B, 3) → scalar.
+
+    ``0.5·d²/β`` for a coordinate difference ``|d| < β``, ``|d| − 0.5·β`` above (``SmoothL1Loss(beta=0.001)``).
+    """
+    return torch.nn.functional.smooth_l1_loss(pos, target_pos, beta=beta)
+
+
+def cycleik_orientation_loss(quat: torch.Tensor, target_quat: torch.Tensor, beta: float = 0.01) -> torch.Tensor:
+    """CycleIK's orientation term (``orientation_loss_phi_7``): per pose the smaller of the summed
+    component-wise Smooth-L1 (β = 0.01) of ``q̂ − q`` and of ``−q̂ − q``, mean over the batch; (B, 4) → scalar.
+
+    Equal for q̂ and −q̂ (the same rotation).
+    """
+    f = torch.nn.functional.smooth_l1_loss
+    positive = f(quat, target_quat, beta=beta, reduction="none").sum(dim=-1)
+    negative = f(-quat, target_quat, beta=beta, reduction="none").sum(dim=-1)
+    return torch.minimum(positive, negative).mean()
+
+
+class CycleIKLoss(nn.Module):
+    """CycleIK's IK loss on reached poses: ``position_weight·position + orientation_weight·orientation``.
+
+    Args:
+        position_weight: weight of :func:`cycleik_position_loss` (Panda config: 16).
+        orientation_weight: weight of :func:`cycleik_orientation_loss` (Panda config: 2).
+        position_beta: Smooth-L1 β of the position term [m] (0.001).
+        orientation_beta: Smooth-L1 β of the quaternion components (0.01).
+
+    Raises:
+        HikError: a negative weight or a β that is not positive.
+    """
+
+    def __init__(self, position_weight: float = 16.0, orientation_weight: float = 2.0, position_beta: float = 0.001,
+                 orientation_beta: float = 0.01) -> None:
+        super().__init__()
+        if not (position_weight >= 0 and orientation_weight >= 0 and position_beta > 0 and orientation_beta > 0):
+            raise HikError("CycleIK loss weights must be >= 0 and its betas positive, got "
+                           f"{position_weight}, {orientation_weight}, {position_beta}, {orientation_beta}")
+        self.position_weight, self.orientation_weight = float(position_weight), float(orientation_weight)
+        self.position_beta, self.orientation_beta = float(position_beta), float(orientation_beta)
+
+    def forward(self, pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor,
+                fusion_weights: torch.Tensor | None = None) -> LossTerms:  # noqa: ARG002 - same call as CompositeLoss
+        """Reached poses (B, 3) [m], (B, 4) against targets → :class:`LossTerms` (position and rotation
+        are CycleIK's unweighted terms, ``beta`` the position β [m])."""
+        position = cycleik_position_loss(pos, target_pos, self.position_beta)
+        rotation = cycleik_orientation_loss(quat, target_quat, self.orientation_beta)
+        total = self.position_weight * position + self.orientation_weight * rotation
+        return LossTerms(total, position, rotation, pos.new_zeros(()), pos.new_tensor(self.position_beta))
+
+
+class RegressionLoss(nn.Module):
+    """Supervised regression: mean squared error between predicted and sampled joints [rad²]; no FK."""
+
+    def forward(self, q: torch.Tensor, target_q: torch.Tensor) -> LossTerms:
+        """Predicted (B, m) and sampled (B, m) joints → :class:`LossTerms` (``position`` holds the joint MSE)."""
+        mse = ((q - target_q) ** 2).mean()
+        zero = q.new_zeros(())
+        return LossTerms(mse, mse, zero, zero, zero)

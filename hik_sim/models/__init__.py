@@ -1,4 +1,5 @@
-"""IK networks: the CycleIK-style MLP baseline and HarmoAtt-IK, built by name."""
+"""IK networks, built by name: HarmoAtt-IK, the parameter-matched MLP baseline, CycleIK's generator
+(``cycleik``) and the hybrid paper's regression DNN (``regression``)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,24 @@ from torch import nn
 
 from hik_sim.errors import HikError
 from hik_sim.models.common import IKOutput, LimitHead
+from hik_sim.models.cycleik import CYCLEIK_PROFILES, CycleIKGenerator, cycleik_width_for
 from hik_sim.models.harmoatt import HarmoAttIK
 from hik_sim.models.mlp import MLPIK
+from hik_sim.models.regression import RegressionIK
 
-__all__ = ["MODEL_KINDS", "ModelKind", "IKOutput", "LimitHead", "HarmoAttIK", "MLPIK", "build_model", "parameter_count",
-           "mlp_hidden_for", "matched_mlp_hidden"]
+__all__ = ["MODEL_KINDS", "ModelKind", "IKOutput", "LimitHead", "HarmoAttIK", "MLPIK", "CycleIKGenerator", "RegressionIK",
+           "CYCLEIK_PROFILES", "build_model", "parameter_count", "mlp_hidden_for", "matched_mlp_hidden",
+           "matched_cycleik_width", "size_options"]
 
-ModelKind = Literal["harmoatt", "mlp"]
-MODEL_KINDS: tuple[str, ...] = ("harmoatt", "mlp")
+ModelKind = Literal["harmoatt", "mlp", "cycleik", "regression"]
+MODEL_KINDS: tuple[str, ...] = ("harmoatt", "mlp", "cycleik", "regression")
 
 
 def build_model(kind: str, lower: torch.Tensor, upper: torch.Tensor, **options: Any) -> nn.Module:
     """An IK network by name.
 
     Args:
-        kind: ``harmoatt`` or ``mlp``.
+        kind: ``harmoatt``, ``mlp``, ``cycleik`` or ``regression``.
         lower: (m,) lower limits of the output joints.
         upper: (m,) upper limits.
         **options: the model's constructor arguments (widths, depths).
@@ -32,7 +36,7 @@ def build_model(kind: str, lower: torch.Tensor, upper: torch.Tensor, **options: 
     Raises:
         HikError: unknown kind or unknown option.
     """
-    classes = {"harmoatt": HarmoAttIK, "mlp": MLPIK}
+    classes = {"harmoatt": HarmoAttIK, "mlp": MLPIK, "cycleik": CycleIKGenerator, "regression": RegressionIK}
     if kind not in classes:
         raise HikError(f"unknown model {kind!r}; models are: {', '.join(MODEL_KINDS)}")
     try:
@@ -66,3 +70,25 @@ def matched_mlp_hidden(outputs: int, layers: int = 4, **harmoatt_options: Any) -
     """
     reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **harmoatt_options)
     return mlp_hidden_for(parameter_count(reference), outputs * int(harmoatt_options.get("hypotheses", 1)), layers)
+
+
+def matched_cycleik_width(outputs: int, profile: str = "panda", **harmoatt_options: Any) -> float:
+    """The CycleIK ``width`` (scale of ``profile``'s published widths) whose parameter count matches a
+    HarmoAtt-IK network's with ``outputs`` joints (within 1 %)."""
+    reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **harmoatt_options)
+    return cycleik_width_for(parameter_count(reference), outputs, profile)
+
+
+def size_options(kind: str, outputs: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``options`` with the size a model kind would choose by default made explicit, for a card.
+
+    ``cycleik`` without ``width`` or ``layers`` gets the matched ``width``; ``regression`` without
+    ``hidden`` the matched ``hidden``; other kinds and explicit sizes are returned unchanged. A card
+    that records the size loads the same network even if HarmoAtt-IK's defaults change later.
+    """
+    options = dict(options or {})
+    if kind == "cycleik" and "width" not in options and "layers" not in options:
+        options["width"] = matched_cycleik_width(outputs, str(options.get("profile", "panda")))
+    elif kind == "regression" and "hidden" not in options:
+        options["hidden"] = matched_mlp_hidden(outputs, int(options.get("layers", 4)))
+    return options
