@@ -22,12 +22,20 @@ rank's elapsed time) for the learning-rate schedule, the ``--minutes`` budget an
 checkpoints, and on stopping when any of them is signalled, so they always take the same steps;
 the adaptive β's running error is averaged over the ranks after every step.
 
+Objectives (``--objective``, by default chosen by the model kind): ``composite`` (the above; for
+``harmoatt`` and ``mlp``), ``cycleik`` (CycleIK's own loss, :class:`~hik_sim.losses.CycleIKLoss`,
+with Adam at CycleIK's learning rate; the default for ``cycleik``) and ``regression`` (supervised
+regression onto the sampled joints, :class:`~hik_sim.losses.RegressionLoss`, no FK in the loss; the
+default for ``regression``). docs/paper_models.md says where these follow their papers and where not.
+
 Examples::
 
     python -m hik_sim.train --robot irb120 --model harmoatt --steps 200
     python -m hik_sim.train --robot irb120 --model mlp --minutes 15 --fix-joint joint_6=0
     python -m hik_sim.train --urdf arm.urdf --base base_link --ee tool0 --model harmoatt --steps 5000
     python -m hik_sim.train --robot irb120 --model harmoatt --model-option hypotheses=4 --steps 5000
+    python -m hik_sim.train --robot panda --model cycleik --steps 5000
+    python -m hik_sim.train --robot irb120 --model regression --fix-joint joint_6=0 --steps 5000
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -54,14 +62,23 @@ from hik_sim.checkpoint import Card, check_checkpoint_path, read_checkpoint, sav
 from hik_sim.data import EvalSet, FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError, TrainingError
 from hik_sim.kinematics import Chain
-from hik_sim.losses import CompositeLoss, LossConfig, LossTerms
+from hik_sim.losses import CompositeLoss, CycleIKLoss, LossConfig, LossTerms, RegressionLoss
 from hik_sim.metrics import accuracy_metrics
-from hik_sim.models import MODEL_KINDS, parameter_count
+from hik_sim.models import CYCLEIK_PROFILES, MODEL_KINDS, parameter_count, size_options
 from hik_sim.network import IKNetwork
 from hik_sim.robots import RobotSpec
 from hik_sim.rotations import position_error, rotation_error
 
-__all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main"]
+__all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main", "OBJECTIVES"]
+
+OBJECTIVES: tuple[str, ...] = ("composite", "cycleik", "regression")
+"""What a run minimises: our composite loss, CycleIK's loss, or supervised joint regression."""
+
+DEFAULT_OBJECTIVES: dict[str, str] = {"cycleik": "cycleik", "regression": "regression"}
+"""A model kind's objective when none is given; any other kind: ``composite``."""
+
+COMPOSITE_LR = 1e-3
+"""The default peak learning rate of the composite and regression objectives."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +86,13 @@ class TrainConfig:
     """How a network is trained.
 
     Attributes:
-        model: ``harmoatt`` or ``mlp``.
+        model: ``harmoatt``, ``mlp``, ``cycleik`` or ``regression``.
         steps: optimiser steps (the budget when ``minutes`` is not set).
         minutes: wall-clock budget [min]; when set, training stops at whichever of steps and
             minutes comes first, and the learning rate follows the time.
         batch: configurations per step.
-        lr: peak learning rate.
+        lr: peak learning rate; default (``None``): CycleIK's config's rate for the ``cycleik``
+            objective (the profile's, Panda 2.4e-4), else 1e-3.
         weight_decay: AdamW weight decay.
         warmup_steps: linear warm-up steps.
         final_lr_fraction: the cosine decay ends at this fraction of ``lr``.
@@ -93,6 +111,10 @@ class TrainConfig:
             robot, model, fixed joints and options, except ``hypotheses``, which may grow: the new
             answers start as copies of its answers with a little noise. The card records it
             (:attr:`~hik_sim.checkpoint.Card.init`).
+        objective: ``composite``, ``cycleik`` or ``regression`` (see the module docstring);
+            ``auto`` (default): ``cycleik`` for the cycleik model, ``regression`` for the regression
+            model, ``composite`` otherwise. The ``cycleik`` objective trains with Adam (betas
+            0.9, 0.999, no weight decay), the others with AdamW.
         compile: compile the step's forward pass (network, FK, loss) with ``torch.compile``. On a
             2-core CPU, after ~30 s of compiling, a HarmoAtt-IK network starts at 19–20 steps/s
             against 14 eager, and slows as the run goes on (a 22,000-step run averaged 16.7 and
@@ -107,7 +129,7 @@ class TrainConfig:
     steps: int = 2000
     minutes: float | None = None
     batch: int = 1024
-    lr: float = 1e-3
+    lr: float | None = None
     weight_decay: float = 1e-5
     warmup_steps: int = 100
     final_lr_fraction: float = 0.02
@@ -124,10 +146,21 @@ class TrainConfig:
     compile: bool = False
     init_from: str | None = None
     checkpoint_minutes: float = 5.0
+    objective: str = "auto"
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
             raise HikError(f"unknown model {self.model!r}; models are: {', '.join(MODEL_KINDS)}")
+        if self.objective == "auto":
+            object.__setattr__(self, "objective", DEFAULT_OBJECTIVES.get(self.model, "composite"))
+        if self.objective not in OBJECTIVES:
+            raise HikError(f"unknown objective {self.objective!r}; objectives are: auto, {', '.join(OBJECTIVES)}")
+        if self.objective != "composite" and int(dict(self.model_options).get("hypotheses", 1)) > 1:
+            raise HikError(f"the {self.objective} objective trains one answer per pose; several hypotheses need "
+                           "the composite objective")
+        if self.lr is None:
+            lr = cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR
+            object.__setattr__(self, "lr", float(lr))
         if self.steps < 1:
             raise HikError(f"steps must be at least 1, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
@@ -158,6 +191,14 @@ class TrainConfig:
         data["fixed_joints"] = tuple((str(k), float(v)) for k, v in data.get("fixed_joints", ()))
         data["model_options"] = tuple((str(k), v) for k, v in data.get("model_options", ()))
         return cls(**data)
+
+
+def cycleik_settings(config: TrainConfig) -> dict[str, Any]:
+    """CycleIK's published config (loss weights, learning rate) for a run: its model's ``profile`` (default Panda)."""
+    profile = str(dict(config.model_options).get("profile", "panda")) if config.model == "cycleik" else "panda"
+    if profile not in CYCLEIK_PROFILES:
+        raise HikError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
+    return CYCLEIK_PROFILES[profile]
 
 
 class TrainResult(NamedTuple):
@@ -337,6 +378,9 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
     chain = Chain(robot)
     selection = JointSelection.for_chain(chain, dict(config.fixed_joints))
+    options = size_options(config.model, len(selection.free_index), dict(config.model_options))
+    if options != dict(config.model_options):  # the card records the size the model chose by default
+        config = replace(config, model_options=tuple(options.items()))
     normalizer = PoseNormalizer.measure(chain, selection, samples=config.normalizer_samples, seed=config.seed)
     eval_set = make_eval_set(chain, config.eval_seed, config.eval_size, selection)
     lower, upper = chain.limits(torch.float32)
@@ -344,11 +388,22 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         torch.manual_seed(config.seed)
         network = IKNetwork(config.model, lower, upper, normalizer, selection, dict(config.model_options), chain)
     network.to(device)
-    loss_fn = CompositeLoss(config.loss).to(device)
+    loss_fn: torch.nn.Module
+    if config.objective == "cycleik":
+        settings = cycleik_settings(config)
+        loss_fn = CycleIKLoss(settings["position_weight"], settings["orientation_weight"]).to(device)
+    elif config.objective == "regression":
+        loss_fn = RegressionLoss().to(device)
+    else:
+        loss_fn = CompositeLoss(config.loss).to(device)
+    free_index = torch.as_tensor(selection.free_index, dtype=torch.long, device=device)
     init: dict[str, Any] = {}
     if config.init_from is not None:
         init = _initialise_from(network, config, robot, Path(config.init_from))
-    optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if config.objective == "cycleik":  # CycleIK's optimiser: Adam, betas (0.9, 0.999), no weight decay
+        optimizer: torch.optim.Optimizer = torch.optim.Adam(network.parameters(), lr=config.lr, betas=(0.9, 0.999))
+    else:
+        optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator(device=device).manual_seed(config.seed + 1000 * rank)
     step, elapsed_before, history = 0, 0.0, []
     if resume is not None:
@@ -360,6 +415,9 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         Card.from_json(payload["card"]).check_robot(robot)
         if payload["card"]["model"] != config.model:
             raise TrainingError(f"{resume} is a {payload['card']['model']!r} model, the config asks for {config.model!r}")
+        trained_objective = TrainConfig.from_json(payload["card"]["config"]).objective
+        if trained_objective != config.objective:
+            raise TrainingError(f"{resume} was trained with the {trained_objective!r} objective, this run asks for {config.objective!r}")
         network.load_state_dict(payload["state_dict"])
         init = dict(payload["card"].get("init", {}))
         optimizer.load_state_dict(state["optimizer"])
@@ -382,8 +440,10 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     def elapsed() -> float:
         return elapsed_before + time.perf_counter() - start
 
-    def batch_loss(pos: torch.Tensor, quat: torch.Tensor) -> LossTerms:
+    def batch_loss(pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LossTerms:
         out_net = model(pos, quat, choose=False)
+        if config.objective == "regression":  # the sampled joints are the targets: no FK
+            return loss_fn(out_net.q[:, free_index], q[:, free_index])
         if out_net.candidates is None:
             reached = chain.fk(out_net.q)
             return loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
@@ -446,12 +506,12 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             lr = _learning_rate(config, step, max(step / config.steps, now / budget_s))
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            terms = step_loss(batch.pos, batch.quat)
+            terms = step_loss(batch.pos, batch.quat, batch.q)
             optimizer.zero_grad(set_to_none=True)
             terms.total.backward()
             torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
             optimizer.step()
-            if world > 1:  # one β for all ranks: average the running error each rank folded its own batch into
+            if world > 1 and isinstance(loss_fn, CompositeLoss):  # one β for all ranks: average the running error each rank folded its own batch into
                 torch.distributed.all_reduce(loss_fn.running_error)
                 loss_fn.running_error.div_(world)
             step += 1
@@ -555,7 +615,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=defaults.steps, help=f"optimiser steps (default {defaults.steps})")
     parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget [min]; stops at steps or minutes")
     parser.add_argument("--batch", type=int, default=defaults.batch, help=f"batch size (default {defaults.batch})")
-    parser.add_argument("--lr", type=float, default=defaults.lr, help=f"peak learning rate (default {defaults.lr})")
+    parser.add_argument("--lr", type=float, default=None,
+                        help=f"peak learning rate (default {COMPOSITE_LR:g}; CycleIK's config's for the cycleik objective)")
+    parser.add_argument("--objective", choices=("auto", *OBJECTIVES), default="auto",
+                        help="what to minimise (default auto: cycleik for --model cycleik, regression for --model "
+                             "regression, composite otherwise)")
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed (default 0)")
     parser.add_argument("--device", default=defaults.device, help="auto (default: cuda when available), cpu, cuda, cuda:N")
     parser.add_argument("--fix-joint", action="append", default=[], metavar="NAME=VALUE",
@@ -594,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
                              eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile,
                              init_from=str(args.init_from) if args.init_from is not None else None,
-                             checkpoint_minutes=args.checkpoint_minutes)
+                             checkpoint_minutes=args.checkpoint_minutes, objective=args.objective)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
     except ValueError as exc:  # float("x") in --fix-joint
