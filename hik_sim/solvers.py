@@ -370,19 +370,27 @@ class MultistartIK:
     """Conventional-Multistart-N: LM from uniformly random seeds, round by round, up to N seeds.
 
     Given ``q_init`` (the current joints while tracking), that is the first of the N seeds, so the
-    answer stays on the current solution branch wherever that branch reaches the target; open loop
-    (no ``q_init``) it is the hybrid-IK paper's baseline unchanged.
+    answer stays on the current solution branch wherever that branch reaches the target.
+
+    Two definitions (both measured in ``hik_sim.experiments.hybrid_table``):
+
+    - ``stop_early=True`` (default, ours): a target stops at its first converged start, so an
+      easy target costs one LM run.
+    - ``stop_early=False`` (the hybrid-IK paper's Conventional-Multistart-10, as we read it):
+      every target runs all N starts and the best answer is kept; the cost is N LM runs
+      whatever the target.
 
     Args:
         refiner: the LM refiner.
         starts: N, the largest number of seeds per target.
         seed: seed of the random starts (their stream is :func:`restart_rng`'s, never a target stream).
+        stop_early: stop a target at its first converged start.
     """
 
-    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0) -> None:
+    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0, stop_early: bool = True) -> None:
         if starts < 1:
             raise HikError(f"starts must be at least 1, got {starts}")
-        self.refiner, self.starts, self.seed = refiner, starts, seed
+        self.refiner, self.starts, self.seed, self.stop_early = refiner, starts, seed, stop_early
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Solve from ``q_init`` (B, n) when given, then from random seeds, up to N seeds per target.
@@ -393,15 +401,16 @@ class MultistartIK:
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         first = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.refiner.chain.dof)
-        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed))
+        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed), self.stop_early)
         result.wall_time = time.perf_counter() - start
         return result
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
-              rng: np.random.Generator) -> IKResult:
+              rng: np.random.Generator, stop_early: bool = True) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
-    from random seeds, for the targets still failing, ``rounds`` rounds in all."""
+    from random seeds, for the targets still failing (every target when not ``stop_early``),
+    ``rounds`` rounds in all; the best answer of each target is kept."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
@@ -426,7 +435,8 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         best_cost[idx[improved]] = cost[improved]
         # Converged targets are done; one that met the success tolerance in a local minimum (often
         # pinned at a joint limit) is not, and gets another seed.
-        solved[idx] |= (pos_err < 2 * refiner.stop.position) & (rot_err < 2 * refiner.stop.rotation)
+        if stop_early:
+            solved[idx] |= (pos_err < 2 * refiner.stop.position) & (rot_err < 2 * refiner.stop.rotation)
         iterations[idx] += it
         fk[idx] += f
         jac[idx] += j
@@ -475,6 +485,8 @@ class HybridIK:
             result = first
         else:
             result = _restarts(self.refiner, pos, quat, seed, 1 + self.restarts, generator)
+        if self.network.hypotheses > 1:  # ordering H answers best first cost H FK per target
+            result.fk_evals += self.network.hypotheses
         result.wall_time = time.perf_counter() - start
         return result
 

@@ -331,3 +331,39 @@ def test_the_closed_loop_network_corrects_its_own_error_without_least_squares() 
         NeuralIK(network, chain, corrections=-1)
     controller = IKController.pretrained("g1", "closed_loop")
     assert controller.solver.corrections > 0 and controller.solver.network.card.model == "harmoatt"
+
+
+def test_multistart_with_the_papers_definition_runs_every_start_and_keeps_the_best(irb120: Chain,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    targets = make_eval_set(irb120, 11, 40).batch
+    runs = []
+    original = LMRefiner.refine
+
+    def counting(self, pos, quat, q):  # noqa: ANN001, ANN202
+        runs.append(pos.shape[0])
+        return original(self, pos, quat, q)
+
+    monkeypatch.setattr(LMRefiner, "refine", counting)
+    early = MultistartIK(LMRefiner(irb120), starts=10, seed=3).solve(targets.pos, targets.quat)
+    early_runs = sum(runs)
+    runs.clear()
+    paper = MultistartIK(LMRefiner(irb120), starts=10, seed=3, stop_early=False).solve(targets.pos, targets.quat)
+    assert runs == [40] * 10  # every target gets all ten starts
+    assert early_runs < 400  # stopping at the first converged start saves most of them
+    assert float(paper.function_evals.double().mean()) > 2 * float(early.function_evals.double().mean())
+    # the best of the ten is kept (the same seed stream, but the early stop draws fewer random starts per round)
+    assert paper.success.float().mean() >= early.success.float().mean()
+    assert _in_limits(irb120, paper.q)
+
+
+def test_hybrid_counts_the_fk_that_orders_a_networks_answers(irb120: Chain) -> None:
+    config = TrainConfig(model="mlp", steps=5, batch=64, model_options=(("hidden", 32), ("layers", 2), ("hypotheses", 3)),
+                         eval_size=32, eval_every=5, normalizer_samples=1000, device="cpu")
+    three = train(robot_by_id("irb120"), config, progress=False).network
+    targets = make_eval_set(irb120, 12, 30).batch
+    with_choice = HybridIK(three, LMRefiner(irb120), restarts=0).solve(targets.pos, targets.quat)
+    # the same LM run from the same first answer, seeded by hand: 3 fewer FK per target
+    seeds = irb120.clamp(three.solve_all(targets.pos, targets.quat).double())[:, 0]
+    plain = LMRefiner(irb120).solve(targets.pos, targets.quat, seeds)
+    assert torch.equal(with_choice.fk_evals, plain.fk_evals + 3)
+    assert torch.equal(with_choice.jac_evals, plain.jac_evals)

@@ -1,0 +1,56 @@
+"""The papers' experiments: fairness of a comparison (equal steps or equal minutes), the headline
+in the abstract's form, reductions as the papers define them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from hik_sim.checkpoint import Card
+from hik_sim.errors import HikError
+from hik_sim.experiments import check_fair, harmoatt_headline, reductions, training_budget
+from hik_sim.policies import load_pretrained
+
+
+def _card(**changes: object) -> Card:
+    card = load_pretrained("g1", "harmoatt").card
+    return replace(card, **changes)
+
+
+def test_a_run_stopped_by_its_minutes_has_a_time_budget_and_a_step_run_a_step_budget() -> None:
+    timed = _card(config={**_card().config, "minutes": 12.0, "steps": 1_000_000}, steps=7_000)
+    assert training_budget(timed) == ("minutes", 12.0)
+    stepped = _card(config={**_card().config, "minutes": None, "steps": 4000}, steps=4000)
+    assert training_budget(stepped) == ("steps", 4000.0)
+    # minutes were set but the steps ran out first: the steps bounded it
+    assert training_budget(_card(config={**_card().config, "minutes": 12.0, "steps": 4000}, steps=4000)) == ("steps", 4000.0)
+
+
+def test_equal_minutes_is_a_fair_pair_and_unequal_budgets_are_refused() -> None:
+    config = {**_card().config, "minutes": 12.0, "steps": 1_000_000}
+    harmoatt = _card(config=config, steps=6_000)
+    mlp = _card(config=config, steps=9_000, model="mlp", parameters=harmoatt.parameters + 1000)
+    fair = check_fair("g1", {"harmoatt": harmoatt, "mlp": mlp})
+    assert fair["budget"] == {"kind": "minutes", "value": 12.0} and fair["steps"] == {"harmoatt": 6000, "mlp": 9000}
+    with pytest.raises(HikError, match=r"mlp budget"):
+        check_fair("g1", {"harmoatt": harmoatt, "mlp": replace(mlp, config={**config, "minutes": 6.0})})
+    with pytest.raises(HikError, match=r"cycleik parameters"):
+        check_fair("g1", {"harmoatt": harmoatt, "cycleik": replace(mlp, parameters=2 * harmoatt.parameters)})
+    with pytest.raises(HikError, match=r"mlp batch"):
+        check_fair("g1", {"harmoatt": harmoatt, "mlp": replace(mlp, config={**config, "batch": 256})})
+
+
+def test_headline_takes_the_largest_reduction_over_robots_against_the_named_baseline() -> None:
+    ours = {"pos_mean_mm": 2.0, "rot_mean_deg": 1.0, "success_5mm_2deg": 0.80, "success_10mm_20deg": 0.9}
+    weak = {"pos_mean_mm": 8.0, "rot_mean_deg": 1.5, "success_5mm_2deg": 0.70, "success_10mm_20deg": 0.9}
+    close = {"pos_mean_mm": 2.5, "rot_mean_deg": 4.0, "success_5mm_2deg": 0.79, "success_10mm_20deg": 0.9}
+    rows = [{"robot": "a", "reductions_vs": {"cycleik": reductions(ours, weak)}},
+            {"robot": "b", "reductions_vs": {"cycleik": reductions(ours, close), "mlp": reductions(ours, weak)}}]
+    headline = harmoatt_headline(rows)
+    assert headline["max_pos_reduction_pct"] == pytest.approx(75.0) and headline["max_pos_reduction_pct_robot"] == "a"
+    assert headline["max_rot_reduction_pct"] == pytest.approx(75.0) and headline["max_rot_reduction_pct_robot"] == "b"
+    assert headline["max_success_gain_pts"] == pytest.approx(10.0) and headline["max_success_gain_pts_robot"] == "a"
+    assert harmoatt_headline(rows, "mlp")["max_pos_reduction_pct_robot"] == "b"
+    with pytest.raises(HikError, match="no row compares"):
+        harmoatt_headline(rows, "regression")
