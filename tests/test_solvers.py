@@ -367,3 +367,21 @@ def test_hybrid_counts_the_fk_that_orders_a_networks_answers(irb120: Chain) -> N
     plain = LMRefiner(irb120).solve(targets.pos, targets.quat, seeds)
     assert torch.equal(with_choice.fk_evals, plain.fk_evals + 3)
     assert torch.equal(with_choice.jac_evals, plain.jac_evals)
+
+
+def test_the_network_alone_is_not_charged_for_the_fk_that_reports_its_errors(irb120: Chain, tiny_network,  # noqa: ANN001
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as time_module
+
+    targets = make_eval_set(irb120, 13, 20).batch
+    original = Chain.fk
+
+    def slow_fk(self, q):  # noqa: ANN001, ANN202
+        time_module.sleep(0.3)
+        return original(self, q)
+
+    monkeypatch.setattr(Chain, "fk", slow_fk)
+    result = NeuralIK(tiny_network, irb120).solve(targets.pos, targets.quat)
+    assert result.wall_time < 0.25  # the one FK it made only reports the errors
+    closed = NeuralIK(tiny_network, irb120, corrections=1).solve(targets.pos, targets.quat)
+    assert 0.3 <= closed.wall_time < 0.9  # the loop's FK (one or two) counts, the reporting FK does not
