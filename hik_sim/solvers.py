@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -238,6 +239,8 @@ class NeuralIK:
         if corrections < 0:
             raise HikError(f"corrections must be >= 0, got {corrections}")
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
+        self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
+        self._single_fk: Any = None
 
     def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
@@ -251,6 +254,8 @@ class NeuralIK:
         """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` is ignored (a network has no starting point)."""
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
+        if pos.shape[0] == 1 and self._fast_path():
+            return self._solve_one(pos, quat, start)
         q = self._answer(pos, quat)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
         if self.corrections == 0 or pos.shape[0] == 0:
@@ -283,6 +288,65 @@ class NeuralIK:
             goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
         elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
+        result.wall_time = elapsed
+        return result
+
+
+    def _fast_path(self) -> bool:
+        """Build the batch-1 path once: :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs a pose,
+        where torch at batch 1 costs about a millisecond) and MuJoCo's FK of one configuration.
+        False for a network the fast forward pass does not cover (torch then answers)."""
+        if self._fast is None:
+            from hik_sim.fast_network import FastIKNetwork
+            from hik_sim.single_target import SingleTargetKinematics
+
+            try:
+                self._fast = FastIKNetwork.from_network(self.network)
+            except HikError:
+                self._fast = False
+                return False
+            self._single_fk = SingleTargetKinematics(self.chain.robot) if self.corrections else None
+            lower, upper = self.chain.limits(torch.float64)
+            self._limits = (lower.numpy(), upper.numpy())
+        return self._fast is not False
+
+    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
+        """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
+        the fast forward pass's 1e-5) and the same FK count as the batched path."""
+        import mujoco
+
+        def answer(goal_pos: np.ndarray, goal_quat: np.ndarray) -> np.ndarray:
+            return np.clip(self._fast.solve(goal_pos, goal_quat), *self._limits)
+
+        target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
+        q, fk_evals = answer(target_pos, target_quat), self._choice_fk
+        if self.corrections:
+            goal_pos, goal_quat = target_pos.copy(), target_quat.copy()
+            best_q, best_score = q, math.inf
+            residual, shifted, conjugate = np.empty(4), np.empty(4), np.empty(4)
+            for correction in range(self.corrections + 1):
+                if correction > 0:
+                    q = answer(goal_pos, goal_quat)
+                    fk_evals += self._choice_fk
+                reached = self._single_fk.fk(q)
+                fk_evals += 1
+                mujoco.mju_negQuat(conjugate, reached.quat)
+                mujoco.mju_mulQuat(residual, target_quat, conjugate)  # the rotation still to go, world frame
+                pos_err = float(np.linalg.norm(target_pos - reached.pos))
+                rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
+                score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
+                if score < best_score:
+                    best_q, best_score = q, score
+                if pos_err < self.tolerance.position and rot_err < self.tolerance.rotation:
+                    break
+                goal_pos = goal_pos + (target_pos - reached.pos)
+                mujoco.mju_mulQuat(shifted, residual, goal_quat)
+                goal_quat = shifted / np.linalg.norm(shifted)
+            q = best_q
+        elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
+        one = torch.ones(1, dtype=torch.int64)
+        result = _result(self.chain, torch.from_numpy(np.array(q, dtype=np.float64))[None], pos, quat, self.tolerance, 0 * one,
+                         fk_evals * one, 0 * one, start)
         result.wall_time = elapsed
         return result
 

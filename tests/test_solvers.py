@@ -385,3 +385,19 @@ def test_the_network_alone_is_not_charged_for_the_fk_that_reports_its_errors(irb
     assert result.wall_time < 0.25  # the one FK it made only reports the errors
     closed = NeuralIK(tiny_network, irb120, corrections=1).solve(targets.pos, targets.quat)
     assert 0.3 <= closed.wall_time < 0.9  # the loop's FK (one or two) counts, the reporting FK does not
+
+
+@pytest.mark.parametrize("corrections", [0, 3])
+def test_one_target_takes_the_fast_path_and_agrees_with_the_batched_solve(irb120: Chain, tiny_network,  # noqa: ANN001
+                                                                          corrections: int) -> None:
+    targets = make_eval_set(irb120, 14, 25).batch
+    solver = NeuralIK(tiny_network, irb120, corrections=corrections)
+    batched = solver.solve(targets.pos, targets.quat)
+    assert solver._fast is None  # a batch never builds it
+    for i in range(25):
+        one = solver.solve(targets.pos[i:i + 1], targets.quat[i:i + 1])
+        assert torch.allclose(one.q, batched.q[i:i + 1], atol=1e-4)
+        assert torch.equal(one.fk_evals, batched.fk_evals[i:i + 1])
+        assert float(one.pos_err[0]) == pytest.approx(float(batched.pos_err[i]), abs=1e-4)
+        assert _in_limits(irb120, one.q)
+    assert solver._fast  # the single targets went through FastIKNetwork
