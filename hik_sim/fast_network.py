@@ -191,7 +191,7 @@ class FastIKNetwork:
                 unknown backend, ``numba`` without numba installed, kinematics of other joints, or a
                 network with several answers and neither ``kinematics`` nor a chain.
         """
-        from hik_sim.models import HarmoAttIK, MLPIK
+        from hik_sim.models import CycleIKGenerator, HarmoAttIK, MLPIK
 
         if backend not in BACKENDS:
             raise HikError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
@@ -220,12 +220,12 @@ class FastIKNetwork:
         normalizer = network.normalizer
         pos_min, pos_max = _array(normalizer.pos_min), _array(normalizer.pos_max)
         model = network.model
-        if isinstance(model, MLPIK):
+        if isinstance(model, (MLPIK, CycleIKGenerator)):  # RegressionIK is an MLPIK; CycleIK's trunk is laid out alike
             parts = _numba_mlp(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_mlp_forward(model))
         elif isinstance(model, HarmoAttIK):
             parts = _numba_harmoatt(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_harmoatt_forward(model))
         else:
-            raise HikError(f"no fast path for {type(model).__name__}; supported models: MLPIK, HarmoAttIK")
+            raise HikError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
         template = np.zeros(len(selection.joint_names))
         for i, name in enumerate(selection.joint_names):
             if name in selection.fixed:

@@ -1,10 +1,14 @@
-"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp}, plus for the IRB120 a
-HarmoAtt-IK with q6 fixed and the hybrid's seed network (HarmoAtt-IK with 4 answers).
+"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp, cycleik}, plus for the
+IRB120 a HarmoAtt-IK with q6 fixed, the hybrid's seed network (HarmoAtt-IK with 4 answers) and the
+hybrid paper's regression DNN in the full joint space and with q6 fixed (regression, regression_q6fixed).
 
-Each pair is trained under the same budget (steps, batch, learning rate, seed); the MLP's width is
-chosen so that its parameter count matches HarmoAtt-IK's for that robot (within 1 %), as the
-ablation requires. With ``--minutes`` the HarmoAtt-IK network trains for at most that long and the
-MLP then gets exactly the steps it reached.
+Each set is trained under the same budget (steps, batch, seed); the MLP's, CycleIK's and the
+regression DNN's sizes are chosen so that their parameter counts match HarmoAtt-IK's for that robot
+(within 1 %), as the comparison requires. Each trains with its own objective (``TrainConfig.objective``):
+CycleIK with its own loss, Adam and its published learning rate (``--cycleik-lr`` overrides it), the
+regression DNN by supervised regression at ``--lr``. With ``--minutes`` the HarmoAtt-IK network
+trains for at most that long and the MLP, CycleIK and regression networks then get exactly the steps
+it reached.
 Checkpoints are written without optimiser state to ``hik_sim/policies/pretrained/<robot>/<name>.pt``
 with their cards beside them (``.json``), and an index of all of them to
 ``hik_sim/policies/pretrained/index.json``.
@@ -16,6 +20,8 @@ Usage::
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --ship runs/train/irb120/harmoatt.pt
+    python scripts/train_pretrained.py --only cycleik --steps 60000 --minutes 55
+    python scripts/train_pretrained.py --robots irb120 --only regression regression_q6fixed --steps 60000 --minutes 55
 
 ``--parallel N`` trains N checkpoints at a time, each in its own process: on one GPU
 (``--device cuda``) every robot's networks side by side, each under the same ``--minutes``
@@ -46,9 +52,10 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from hik_sim.checkpoint import Card, load_checkpoint, save_checkpoint
-from hik_sim.models import matched_mlp_hidden
+from hik_sim.models import matched_mlp_hidden, size_options
 from hik_sim.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
@@ -56,26 +63,36 @@ from hik_sim.train import TrainConfig, train, train_to_checkpoint
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
 SEED_NETWORKS = {"irb120": 4}  # robot → answers of its hybrid seed network, harmoatt_<H>answers
+REGRESSION_ROBOTS = ("irb120",)  # the hybrid paper's robot: its regression DNN, full and with q6 fixed
+PAIRED = ("mlp", "cycleik", "regression")  # models that train the steps the robot's HarmoAtt-IK reached (in turn)
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
     """(robot, model, file stem, fixed joints, hypotheses) for every checkpoint to train."""
     out = []
     for robot in robots:
-        out += [(robot, "harmoatt", "harmoatt", (), hypotheses), (robot, "mlp", "mlp", (), hypotheses)]
+        out += [(robot, "harmoatt", "harmoatt", (), hypotheses), (robot, "mlp", "mlp", (), hypotheses),
+                (robot, "cycleik", "cycleik", (), 1)]
         if robot in FIXED_Q6:
             out.append((robot, "harmoatt", "harmoatt_q6fixed", FIXED_Q6[robot], 1))
         if robot in SEED_NETWORKS:
             out.append((robot, "harmoatt", f"harmoatt_{SEED_NETWORKS[robot]}answers", (), SEED_NETWORKS[robot]))
+        if robot in REGRESSION_ROBOTS:
+            out.append((robot, "regression", "regression", (), 1))
+            out.append((robot, "regression", "regression_q6fixed", FIXED_Q6[robot], 1))
     return out
 
 
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
-                  hypotheses: int) -> tuple[tuple[str, int], ...]:
-    """The network's options: its hypotheses, and for the MLP the width that matches HarmoAtt-IK's parameter count."""
+                  hypotheses: int) -> tuple[tuple[str, Any], ...]:
+    """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
+    matches HarmoAtt-IK's parameter count."""
     options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
+    outputs = get_robot(robot_name).dof - len(fixed)
     if model == "mlp":
-        options = (("hidden", matched_mlp_hidden(get_robot(robot_name).dof - len(fixed), hypotheses=hypotheses)),) + options
+        options = (("hidden", matched_mlp_hidden(outputs, hypotheses=hypotheses)),) + options
+    elif model in ("cycleik", "regression"):
+        options = tuple(size_options(model, outputs).items())
     return options
 
 
@@ -85,13 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=4000, help="steps per checkpoint (default 4000)")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3); not CycleIK's")
+    parser.add_argument("--cycleik-lr", type=float, default=None,
+                        help="CycleIK's peak learning rate (default: its published config's, 2.4e-4 for the Panda profile)")
     parser.add_argument("--minutes", type=float, default=None,
                         help="cap on each run [min]; an MLP whose HarmoAtt-IK partner trained in this call "
                              "trains the steps that partner reached instead")
     parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
-                        help="train only these checkpoints (harmoatt, mlp, harmoatt_q6fixed, harmoatt_4answers)")
+                        help="train only these checkpoints (harmoatt, mlp, cycleik, harmoatt_q6fixed, harmoatt_4answers, "
+                             "regression, regression_q6fixed)")
     parser.add_argument("--hypotheses", type=int, default=1,
                         help="answers per pose of the harmoatt/mlp pair, chosen by FK (default 1; see "
                              "hik_sim.models.common.LimitHead)")
@@ -132,18 +152,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _config(args: argparse.Namespace, robot_name: str, model: str, fixed: tuple[tuple[str, float], ...], hypotheses: int,
             steps: int, minutes: float | None) -> TrainConfig:
-    return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=args.lr, seed=args.seed,
+    lr = args.cycleik_lr if model == "cycleik" else args.lr
+    return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=lr, seed=args.seed,
                        device=args.device, fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses),
                        eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)
 
 
 def _train_in_turn(todo: list, args: argparse.Namespace, index: dict, index_path: Path) -> list[tuple[str, str, Card]]:
-    """One checkpoint after another; an MLP trains the steps its HarmoAtt-IK partner reached (equal steps)."""
+    """One checkpoint after another; an MLP, CycleIK or regression network trains the steps its robot's
+    HarmoAtt-IK network reached in this call (equal steps)."""
     reached: dict[str, int] = {}  # robot → steps its HarmoAtt-IK network trained
     cards = []
     for robot_name, model, stem, fixed, hypotheses in todo:
         steps, minutes = args.steps, args.minutes
-        if model == "mlp" and robot_name in reached:
+        if model in PAIRED and robot_name in reached:
             steps, minutes = reached[robot_name], None
         result = train(get_robot(robot_name), _config(args, robot_name, model, fixed, hypotheses, steps, minutes), out=None)
         if stem == "harmoatt":

@@ -27,10 +27,11 @@ from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRe
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
-CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "multistart", "lm", "dm_control")
+CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "cycleik", "regression", "multistart", "lm",
+                                     "dm_control")
 OBSERVATION_KEYS: tuple[str, ...] = ("joint_pos", "ee_pos", "ee_quat", "goal_pos", "goal_quat")
 """What a controller reads from an observation (``goal_vel`` too, where there is one)."""
-NETWORK_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp")
+NETWORK_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "cycleik", "regression")
 """The kinds that need a network shipped for the robot."""
 
 
@@ -70,7 +71,8 @@ class IKController:
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
                 hybrid's seed network closed on its own error by
                 :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
-                least-squares solver), ``harmoatt`` or ``mlp`` (network alone, open loop), ``multistart`` (LM from the current joints, then random seeds,
+                least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped network alone, open loop;
+                ``regression`` is shipped for the IRB120 only), ``multistart`` (LM from the current joints, then random seeds,
                 10 in all), ``lm`` (LM from the current joints, then up to 9 random restarts,
                 single-target path), ``dm_control``. The first three need a network shipped for
                 the robot; for a robot without one, build ``IKController(SingleTargetIK(chain,
@@ -99,7 +101,7 @@ class IKController:
             solver: Any = SingleTargetIK(chain, load_pretrained(spec.name, hybrid_seed_name(spec.name)))
         elif kind == "closed_loop":
             solver = NeuralIK(load_pretrained(spec.name, hybrid_seed_name(spec.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS)
-        elif kind in ("harmoatt", "mlp"):
+        elif kind in ("harmoatt", "mlp", "cycleik", "regression"):
             solver = NeuralIK(load_pretrained(spec.name, kind), chain)
         elif kind == "multistart":
             solver = MultistartIK(LMRefiner(chain), starts=10)
