@@ -1,0 +1,334 @@
+"""`ViserViewer`: the robot's MuJoCo scene in a browser (viser), a goal gizmo, and a live panel.
+
+The page is served by `viser <https://viser.studio>`_, whose client ships inside its wheel: it works
+offline and on a remote machine without a display (open the printed URL, or forward the port).
+The scene is the one :func:`hik_sim.scene.build_scene` makes: every visible geom of the robot
+(meshes and primitives, MuJoCo's own colours) is sent once, under a frame per body whose pose
+follows ``MjData`` after every control step. The goal is a transform gizmo; the panel shows the
+policy (a dropdown), the position and rotation error, the IK latency and, for a policy built on a
+HarmoAtt-IK network, the fusion weights of each block and its temperature for the current goal.
+
+All the state lives in :class:`ViserViewer`, and :meth:`ViserViewer.step` is one control step, so a
+test drives it without a browser: move ``viewer.goal`` (viser's own handle) and call ``step()``.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from hik_sim.errors import HikError
+from hik_sim.viewer.session import BRANCH_NAMES, LiveSim, Readout, policy_choices
+
+__all__ = ["ViserViewer", "geom_mesh", "import_viser"]
+
+VISIBLE_GROUPS = (0, 1, 2)
+"""The geom groups MuJoCo's viewer shows by default."""
+
+
+def import_viser() -> Any:
+    """The ``viser`` module.
+
+    Raises:
+        HikError: viser is not installed (the message says how to install it).
+    """
+    try:
+        import viser
+    except ImportError:
+        raise HikError("the web viewer needs viser: pip install 'hik_sim[viewer]' (or pip install viser); "
+                       "or use --backend mujoco where a display exists") from None
+    return viser
+
+
+def geom_mesh(model: Any, geom: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Vertices (V, 3) [m] and triangles (F, 3) of a MuJoCo geom in its own frame, or ``None`` (a plane, an unsupported type).
+
+    Meshes come from the compiled model (MuJoCo has already moved them into the geom frame);
+    primitives are built with trimesh from ``geom_size``.
+    """
+    import mujoco
+    import trimesh
+
+    kind = int(model.geom_type[geom])
+    size = np.asarray(model.geom_size[geom], dtype=np.float64)
+    types = mujoco.mjtGeom
+    if kind == types.mjGEOM_MESH:
+        mesh_id = int(model.geom_dataid[geom])
+        vstart, vcount = int(model.mesh_vertadr[mesh_id]), int(model.mesh_vertnum[mesh_id])
+        fstart, fcount = int(model.mesh_faceadr[mesh_id]), int(model.mesh_facenum[mesh_id])
+        return (np.asarray(model.mesh_vert[vstart:vstart + vcount], dtype=np.float64),
+                np.asarray(model.mesh_face[fstart:fstart + fcount], dtype=np.int64))
+    if kind == types.mjGEOM_BOX:
+        shape = trimesh.creation.box(extents=2 * size)
+    elif kind == types.mjGEOM_SPHERE:
+        shape = trimesh.creation.icosphere(subdivisions=2, radius=size[0])
+    elif kind == types.mjGEOM_ELLIPSOID:
+        shape = trimesh.creation.icosphere(subdivisions=2, radius=1.0)
+        shape.apply_scale(size)
+    elif kind == types.mjGEOM_CYLINDER:
+        shape = trimesh.creation.cylinder(radius=size[0], height=2 * size[1], sections=32)
+    elif kind == types.mjGEOM_CAPSULE:
+        shape = trimesh.creation.capsule(height=2 * size[1], radius=size[0], count=[16, 16])
+    else:  # planes (the floor: a grid instead), height fields, SDFs
+        return None
+    return np.asarray(shape.vertices, dtype=np.float64), np.asarray(shape.faces, dtype=np.int64)
+
+
+def _rgba(model: Any, geom: int) -> np.ndarray:
+    material = int(model.geom_matid[geom])
+    return np.asarray(model.mat_rgba[material] if material >= 0 else model.geom_rgba[geom], dtype=np.float64)
+
+
+def _free_port(host: str, port: int) -> int:
+    """``port`` if it can be bound on ``host``, else a free one chosen by the OS (port 0 too)."""
+    bind_host = "" if host in ("0.0.0.0", "") else host
+    if port:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((bind_host, port))
+                return port
+            except OSError:
+                pass
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((bind_host, 0))
+        return int(sock.getsockname()[1])
+
+
+class ViserViewer:
+    """The viser server, the live simulation and the controller, stepped by :meth:`step`.
+
+    Args:
+        sim: the :class:`~hik_sim.viewer.session.LiveSim` to show and drive.
+        host: interface to serve on (``0.0.0.0``: every interface, for a remote machine).
+        port: TCP port; when it is taken, a free one is used (see :attr:`port`); 0: any free port.
+        gizmo_scale: size of the goal gizmo [m] (default: a third of the workspace radius).
+
+    Raises:
+        HikError: viser is not installed.
+    """
+
+    def __init__(self, sim: LiveSim, host: str = "0.0.0.0", port: int = 8080, gizmo_scale: float | None = None) -> None:
+        viser = import_viser()
+        self.sim = sim
+        self.host = host
+        self.server = viser.ViserServer(host=host, port=_free_port(host, port), label="hik_sim viewer", verbose=False)
+        self._lock = threading.Lock()
+        self._pending_policy: str | None = None
+        self._pending_reset = False
+        self._pending_snap = False
+        self.policy_error: str | None = None
+        self._shown: dict[str, Any] = {}
+        self._latencies: list[float] = []
+        try:
+            self.server.gui.configure_theme(show_share_button=False)  # sharing goes through viser's public relay: off, offline
+            self._build_scene(gizmo_scale)
+            self._build_panel()
+        except BaseException:
+            self.server.stop()
+            raise
+        self._sync_bodies(force=True)
+        self._show(sim.last)
+
+    # -- public ---------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The port the page is served on."""
+        return int(self.server.get_port())
+
+    @property
+    def url(self) -> str:
+        """The page's address on this machine."""
+        host = "localhost" if self.host in ("0.0.0.0", "", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+    def urls(self) -> list[str]:
+        """Addresses to print: this machine's, and the host name's where the server listens on every interface."""
+        urls = [self.url]
+        if self.host in ("0.0.0.0", "", "::"):
+            urls.append(f"http://{socket.gethostname()}:{self.port}")
+        return urls
+
+    def show(self, robot: bool = True, goal: bool = True) -> None:
+        """Show or hide the robot (with the end-effector marker) and the goal gizmo on the page."""
+        for frame in self._body_frames.values():
+            frame.visible = robot
+        self.ee_marker.visible = robot
+        self.goal.visible = goal
+
+    def request_policy(self, name: str) -> None:
+        """Switch policy before the next step (what the dropdown does; thread-safe)."""
+        with self._lock:
+            self._pending_policy = name
+
+    def step(self) -> Readout:
+        """One control step: take the gizmo's pose as the goal, step the simulation, update the page.
+
+        Returns:
+            The step's :class:`~hik_sim.viewer.session.Readout`.
+        """
+        with self._lock:
+            policy, self._pending_policy = self._pending_policy, None
+            reset, self._pending_reset = self._pending_reset, False
+            snap, self._pending_snap = self._pending_snap, False
+        if policy is not None and policy != self.sim.policy_name:
+            try:
+                self.sim.set_policy(policy)
+                self.policy_error = None
+            except HikError as exc:  # keep the running policy, say why on the page
+                self.policy_error = str(exc)
+                self.policy_dropdown.value = self.sim.policy_name
+        if reset:
+            self.sim.reset()
+        if snap:
+            pos, quat = self.sim.ee_world()
+            self.goal.position, self.goal.wxyz = pos, quat
+        self.sim.set_goal_world(np.array(self.goal.position, dtype=np.float64), np.array(self.goal.wxyz, dtype=np.float64))
+        readout = self.sim.step()
+        with self.server.atomic():
+            self._sync_bodies()
+        self._show(readout)
+        return readout
+
+    def run(self, stop: threading.Event | None = None, realtime: bool = True) -> None:
+        """Step until ``stop`` is set (or Ctrl+C), paced to real time."""
+        stop = stop or threading.Event()
+        next_time = time.perf_counter()
+        while not stop.is_set():
+            self.step()
+            if realtime:
+                next_time += self.sim.dt
+                delay = next_time - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                else:
+                    next_time = time.perf_counter()  # slower than real time: do not try to catch up
+
+    def close(self) -> None:
+        """Stop the server."""
+        self.server.stop()
+
+    def __enter__(self) -> "ViserViewer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- scene ----------------------------------------------------------------------------------
+    def _build_scene(self, gizmo_scale: float | None) -> None:
+        import mujoco
+
+        model, data, scene = self.sim.model, self.sim.data, self.sim.scene
+        api = self.server.scene
+        api.set_up_direction("+z")
+        radius = float(scene.workspace_radius)
+        size = max(1.0, 6 * radius)  # the floor around the workspace (MuJoCo's plane reaches further)
+        api.add_grid("/floor", width=size, height=size, cell_size=0.1, section_size=0.5, plane="xy",
+                     cell_color=(170, 175, 185), section_color=(110, 115, 125), position=(0.0, 0.0, 0.0))
+        groups = [g for g in VISIBLE_GROUPS if np.any(model.geom_group == g)]
+        if 1 in groups and 0 in groups:  # URDF visuals are group 1; group 0 then holds collision copies
+            groups.remove(0)
+        self._body_frames: dict[int, Any] = {}
+        for geom in range(model.ngeom):
+            if int(model.geom_group[geom]) not in groups:
+                continue
+            shape = geom_mesh(model, geom)
+            if shape is None:
+                continue
+            body = int(model.geom_bodyid[geom])
+            if body not in self._body_frames:
+                name = model.body(body).name or f"body{body}"
+                self._body_frames[body] = api.add_frame(f"/mujoco/{body}_{name}", show_axes=False,
+                                                        position=data.xpos[body], wxyz=data.xquat[body])
+            rgba = _rgba(model, geom)
+            parent = self._body_frames[body].name
+            api.add_mesh_simple(f"{parent}/geom{geom}", vertices=shape[0], faces=shape[1],
+                                color=tuple(int(round(255 * c)) for c in rgba[:3]),
+                                opacity=None if rgba[3] >= 0.999 else float(rgba[3]), flat_shading=False,
+                                position=model.geom_pos[geom], wxyz=model.geom_quat[geom])
+        ee_pos, _ = self.sim.ee_world()
+        self.ee_marker = api.add_icosphere("/ee", radius=max(0.006, 0.03 * radius), color=(240, 110, 30), position=ee_pos)
+        goal_pos, goal_quat = self.sim.goal_world()
+        self.goal = api.add_transform_controls("/goal", scale=gizmo_scale or max(0.08, radius / 3), line_width=3.0,
+                                               position=goal_pos, wxyz=goal_quat, depth_test=False)
+        camera = model.camera("workspace").id
+        self.server.initial_camera.fov = math.radians(float(model.cam_fovy[camera]))  # the framing of the scene's workspace camera
+        self.server.initial_camera.position = data.cam_xpos[camera]
+        self.server.initial_camera.look_at = scene.workspace_center
+        self.server.initial_camera.up = (0.0, 0.0, 1.0)
+
+    def _sync_bodies(self, force: bool = False) -> None:
+        data = self.sim.data
+        for body, frame in self._body_frames.items():
+            pos, quat = data.xpos[body], data.xquat[body]
+            if force or not (np.allclose(frame.position, pos, rtol=0, atol=1e-6) and np.allclose(frame.wxyz, quat, rtol=0, atol=1e-6)):
+                frame.position, frame.wxyz = pos.copy(), quat.copy()
+        ee_pos, _ = self.sim.ee_world()
+        if force or not np.allclose(self.ee_marker.position, ee_pos, rtol=0, atol=1e-6):
+            self.ee_marker.position = ee_pos
+
+    # -- panel ----------------------------------------------------------------------------------
+    def _build_panel(self) -> None:
+        gui = self.server.gui
+        sim = self.sim
+        gui.add_markdown(f"**{sim.robot.name}**: drag the gizmo to move the goal; the policy drives the arm in MuJoCo.")
+        self.policy_dropdown = gui.add_dropdown("Policy", policy_choices(sim.robot, sim.checkpoint), initial_value=sim.policy_name,
+                                                hint="the IK controller, named as in python -m hik_sim.evaluate")
+
+        @self.policy_dropdown.on_update
+        def _(_: Any) -> None:
+            self.request_policy(str(self.policy_dropdown.value))
+
+        self.errors_text = gui.add_markdown("")
+        with gui.add_folder("HarmoAtt-IK fusion weights"):
+            self.fusion_text = gui.add_markdown("")
+        snap = gui.add_button("Goal to end-effector")
+        reset = gui.add_button("Reset robot to home")
+
+        @snap.on_click
+        def _(_: Any) -> None:
+            with self._lock:
+                self._pending_snap = True
+
+        @reset.on_click
+        def _(_: Any) -> None:
+            with self._lock:
+                self._pending_reset = True
+
+    def _set(self, key: str, handle: Any, value: Any) -> None:
+        if self._shown.get(key) != value:
+            self._shown[key] = value
+            if key.startswith("md:"):
+                handle.content = value
+            else:
+                handle.value = value
+
+    def _show(self, readout: Readout) -> None:
+        self._latencies.append(readout.ik_latency_ms)
+        del self._latencies[:-25]
+        median = float(np.median(self._latencies))  # robust to the odd slow step (a restart, a busy machine)
+        text = ("| | |\n|---|---|\n"
+                f"| position error | {readout.pos_err_mm:.2f} mm |\n"
+                f"| rotation error | {readout.rot_err_deg:.2f}° |\n"
+                f"| IK latency | {readout.ik_latency_ms:.2f} ms (median of 25: {median:.2f} ms) |\n"
+                f"| solver | {'within tolerance' if readout.ik_success else 'outside tolerance'} |\n"
+                f"| sim time | {readout.sim_time:.1f} s |")
+        if self.policy_error:
+            text += f"\n\n**policy not changed:** {self.policy_error}"
+        self._set("md:errors", self.errors_text, text)
+        self._set("md:fusion", self.fusion_text, fusion_markdown(readout, self.sim.network_kind))
+
+
+def fusion_markdown(readout: Readout, network_kind: str | None) -> str:
+    """The fusion panel's text: a table of weights per block and branch, and each block's temperature."""
+    if readout.fusion_weights is None:
+        kind = {"mlp": "an MLP network"}.get(network_kind or "", "no network")
+        return f"*{readout.policy}* runs on {kind}: no fusion weights."
+    lines = ["| block | " + " | ".join(BRANCH_NAMES) + " | τ |", "|---|" + "---|" * (len(BRANCH_NAMES) + 1)]
+    for k, (weights, tau) in enumerate(zip(readout.fusion_weights, readout.temperature)):
+        lines.append(f"| {k + 1} | " + " | ".join(f"{w:.2f}" for w in weights) + f" | {tau:.2f} |")
+    return "\n".join(lines)
