@@ -95,7 +95,7 @@ def test_bad_options_are_refused() -> None:
     with pytest.raises(HikError, match="whole widths"):
         build_model("cycleik", lower, upper, layers=[8, 0])
     with pytest.raises(HikError, match="bad options"):
-        build_model("regression", lower, upper, hypotheses=2)
+        build_model("regression", lower, upper, channels=2)
 
 
 @pytest.mark.parametrize("kind", ["cycleik", "regression"])

@@ -76,7 +76,7 @@ def matched_cycleik_width(outputs: int, profile: str = "panda", **harmoatt_optio
     """The CycleIK ``width`` (scale of ``profile``'s published widths) whose parameter count matches a
     HarmoAtt-IK network's with ``outputs`` joints (within 1 %)."""
     reference = build_model("harmoatt", -torch.ones(outputs), torch.ones(outputs), **harmoatt_options)
-    return cycleik_width_for(parameter_count(reference), outputs, profile)
+    return cycleik_width_for(parameter_count(reference), outputs * int(harmoatt_options.get("hypotheses", 1)), profile)
 
 
 def size_options(kind: str, outputs: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -87,8 +87,9 @@ def size_options(kind: str, outputs: int, options: dict[str, Any] | None = None)
     that records the size loads the same network even if HarmoAtt-IK's defaults change later.
     """
     options = dict(options or {})
+    answers = {"hypotheses": int(options["hypotheses"])} if int(options.get("hypotheses", 1)) != 1 else {}
     if kind == "cycleik" and "width" not in options and "layers" not in options:
-        options["width"] = matched_cycleik_width(outputs, str(options.get("profile", "panda")))
+        options["width"] = matched_cycleik_width(outputs, str(options.get("profile", "panda")), **answers)
     elif kind == "regression" and "hidden" not in options:
-        options["hidden"] = matched_mlp_hidden(outputs, int(options.get("layers", 4)))
+        options["hidden"] = matched_mlp_hidden(outputs, int(options.get("layers", 4)), **answers)
     return options

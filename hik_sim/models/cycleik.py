@@ -120,13 +120,17 @@ class CycleIKGenerator(nn.Module):
         layers: explicit hidden widths (instead of ``profile`` × ``width``).
         profile: whose published widths: ``panda`` (default), ``nicol``, ``valkyrie``.
         in_features: input width (7).
+        hypotheses: answers per pose (beyond CycleIK, for the composite objective only; see
+            :class:`~hik_sim.models.common.LimitHead`); the default width then matches a HarmoAtt-IK
+            with as many answers.
 
     Raises:
         HikError: both ``width`` and ``layers``, an unknown profile, or widths below 1.
     """
 
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, width: float | None = None,
-                 layers: Sequence[int] | None = None, profile: str = "panda", in_features: int = 7) -> None:
+                 layers: Sequence[int] | None = None, profile: str = "panda", in_features: int = 7,
+                 hypotheses: int = 1) -> None:
         super().__init__()
         _profile(profile)
         if layers is not None and width is not None:
@@ -135,7 +139,7 @@ class CycleIKGenerator(nn.Module):
             if width is None:
                 from hik_sim.models import matched_cycleik_width
 
-                width = matched_cycleik_width(lower.numel(), profile)
+                width = matched_cycleik_width(lower.numel(), profile, **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
             layers = cycleik_layers(width, profile)
         layers = tuple(layers)
         if not layers or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in layers):
@@ -149,8 +153,8 @@ class CycleIKGenerator(nn.Module):
             blocks += [linear, nn.GELU()]
             current = h
         self.trunk = nn.Sequential(*blocks)
-        self.head = LimitHead(current, lower, upper)  # default nn.Linear init, tanh, affine onto the limits
+        self.head = LimitHead(current, lower, upper, hypotheses)  # default nn.Linear init, tanh, affine onto the limits
 
     def forward(self, x: torch.Tensor) -> IKOutput:
-        """(B, 7) normalised pose → :class:`IKOutput` with ``q`` (B, m)."""
+        """(B, 7) normalised pose → :class:`IKOutput` with ``q`` (B, m) (and ``candidates`` (B, H, m) when H > 1)."""
         return self.head.output(self.trunk(x))

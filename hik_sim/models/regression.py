@@ -38,15 +38,17 @@ class RegressionIK(MLPIK):
             HarmoAtt-IK's parameter count for m joints (:func:`~hik_sim.models.matched_mlp_hidden`).
         layers: number of hidden layers (4).
         in_features: input width (7).
+        hypotheses: answers per pose (beyond the paper, for the composite objective only; the
+            regression objective refuses more than one).
 
     Raises:
         HikError: ``hidden`` or ``layers`` below 1.
     """
 
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int | None = None, layers: int = 4,
-                 in_features: int = 7) -> None:
+                 in_features: int = 7, hypotheses: int = 1) -> None:
         if hidden is None:
             from hik_sim.models import matched_mlp_hidden
 
-            hidden = matched_mlp_hidden(lower.numel(), layers)
-        super().__init__(lower, upper, hidden=hidden, layers=layers, in_features=in_features)
+            hidden = matched_mlp_hidden(lower.numel(), layers, **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
+        super().__init__(lower, upper, hidden=hidden, layers=layers, in_features=in_features, hypotheses=hypotheses)
