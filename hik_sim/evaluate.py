@@ -11,9 +11,13 @@ network + LM solver) it measures
 3. **Track** episodes (``hik_sim/Track``, figure-eight at 0.1 m/s by default): position error
    RMS / p95 / max after the first second, rotation RMS;
 
-and writes a run folder: ``report.json``, ``metrics.csv``, ``summary.md``, plots (``ik_errors.png``,
-``reach_error.png``, ``track_error.png``) and rollout videos (``<policy>_<env>.mp4`` with a small
-``.gif`` preview) whose frames show the goal marker and the current error.
+and writes a run folder: ``report.html`` (the page to open: tables, plots and videos; see
+:mod:`hik_sim.report`), ``report.json``, ``metrics.csv``, ``summary.md``, plots (``ik_errors.png``,
+``reach_error.png``, ``track_error.png``) and rollout videos (:mod:`hik_sim.video`):
+``<policy>_<env>.mp4`` (640 × 480 by default, with a small ``.gif`` preview) of each policy's first
+episode, framed on the motion, with the goal's and end-effector's paths as trails and the errors
+overlaid, and ``side_by_side_<env>.mp4`` (with its last frame as a PNG): all policies on that same
+episode, tiled left to right.
 
 Run folders belong to one run (:func:`claim_run_folder`): the default one,
 ``runs/eval/<robot>-<date>``, takes a ``-2``, ``-3``, … suffix when another run started in the same
@@ -85,8 +89,8 @@ class EvalConfig:
         ik_targets: fixed targets for the open-loop accuracy.
         seed: seed of targets and episodes.
         video: record the first episode of each policy and environment.
-        width: video width [px].
-        height: video height [px].
+        width: video width [px] of one policy (even; the side-by-side video is one width per policy).
+        height: video height [px] (even).
         device: where networks run.
         seed_network: a checkpoint (.pt) that seeds ``hybrid`` on a robot no network is shipped
             for (``--checkpoint``); a robot with shipped networks uses its own seed network.
@@ -102,8 +106,8 @@ class EvalConfig:
     ik_targets: int = 2000
     seed: int = 0
     video: bool = True
-    width: int = 320
-    height: int = 240
+    width: int = 640
+    height: int = 480
     device: str = "cpu"
     seed_network: str | None = None
 
@@ -121,6 +125,10 @@ class EvalConfig:
             raise HikError(f"seed must be >= 0, got {self.seed}")
         if not (self.device == "cpu" or re.fullmatch(r"cuda(:\d+)?", self.device)):  # else silently unused by network-free policies
             raise HikError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
+        if self.video:
+            from hik_sim.video import VideoOptions
+
+            VideoOptions(width=self.width, height=self.height)  # an odd or tiny size, before any work
 
 
 @dataclass
@@ -200,26 +208,6 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
                    + ", or a checkpoint path (.pt)")
 
 
-def _annotate(frame: np.ndarray, lines: list[str]) -> np.ndarray:
-    from PIL import Image, ImageDraw
-
-    image = Image.fromarray(frame)
-    draw = ImageDraw.Draw(image)
-    height = 12 * len(lines) + 6
-    draw.rectangle((0, 0, image.width, height), fill=(0, 0, 0))
-    for i, line in enumerate(lines):
-        draw.text((4, 3 + 12 * i), line, fill=(255, 255, 255))
-    return np.asarray(image)
-
-
-def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
-    import imageio.v3 as iio
-
-    iio.imwrite(path, np.stack(frames), fps=fps, codec="libx264", macro_block_size=1)
-    preview = [f[::2, ::2] for f in frames[:: max(1, len(frames) // 40)]]
-    iio.imwrite(path.with_suffix(".gif"), np.stack(preview), duration=100, loop=0)
-
-
 def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
     """Open-loop accuracy: metrics and the per-target errors (position [m], rotation [rad])."""
     from hik_sim.data import make_eval_set
@@ -233,13 +221,19 @@ def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -
 
 
 def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, label: str, frame_every: int):  # noqa: ANN001, ANN202
-    """One episode: per-step errors, latencies, limit violations, and every ``frame_every``-th frame."""
+    """One episode: per-step errors, latencies, limit violations, and (``record``) a
+    :class:`~hik_sim.video.Recording` of the start and every ``frame_every``-th step."""
+    from hik_sim.video import Recording
+
     controller = policy.controller
     obs, info = env.reset(seed=seed)
     controller.reset()
     base = env.unwrapped
+    recording = Recording(policy.name, label) if record else None
+    if recording is not None:
+        recording.capture(env, 0.0, info)
     failures_before = controller.failures
-    pos_err, rot_err, latency, times, frames = [info["pos_err"]], [info["rot_err"]], [], [0.0], []
+    pos_err, rot_err, latency, times = [info["pos_err"]], [info["rot_err"]], [], [0.0]
     violations, terminated = 0, False
     for step in range(1, max_steps + 1):
         action = controller(obs)
@@ -250,14 +244,13 @@ def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, l
         pos_err.append(info["pos_err"])
         rot_err.append(info["rot_err"])
         times.append(step * base.dt)
-        if record and step % frame_every == 0:
-            frames.append(_annotate(env.render(), [f"{policy.name} | {label} | t = {times[-1]:.2f} s",
-                                                   f"position error {1000 * info['pos_err']:.2f} mm, rotation {math.degrees(info['rot_err']):.2f} deg"]))
+        if recording is not None and (step % frame_every == 0 or terminated or truncated):
+            recording.capture(env, times[-1], info)
         if terminated or truncated:
             break
     return {"pos_err": np.asarray(pos_err), "rot_err": np.asarray(rot_err), "time": np.asarray(times), "latency": latency,
             "violations": violations, "failures": controller.failures - failures_before, "success": bool(info.get("is_success", False)),
-            "terminated": terminated, "frames": frames}
+            "terminated": terminated, "recording": recording}
 
 
 def claim_run_folder(out: Path, unique: bool = False) -> tuple[Path, bool]:
@@ -353,14 +346,21 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
     import hik_sim.envs  # noqa: F401  (registers the environments, picks headless GL)
 
     started = time.perf_counter()
+    if config.video:  # a frame larger than the scene's offscreen buffer fails here, not after every episode ran
+        from hik_sim.envs.base import cached_scene
+
+        vis = cached_scene(robot).model.vis.global_
+        if config.width > vis.offwidth or config.height > vis.offheight:
+            raise HikError(f"video size {config.width}x{config.height} px is outside the scene's offscreen buffer "
+                           f"({vis.offwidth}x{vis.offheight} px); give a smaller --video-size")
     policies = [build_policy(name, robot, config.device, config.seed_network) for name in config.policies]
     tasks = len(policies) * (1 + len(config.envs))
     bar = tqdm(total=tasks, desc=f"evaluate {robot.name}", disable=not progress, unit="task")
     report: dict[str, Any] = {"robot": robot.summary(), "config": asdict(config), "run_folder": str(out), "policies": {}, "files": [],
-                              "video_frames": {}}
+                              "video_frames": {}, "side_by_side": {}}
     curves: dict[str, dict[str, Any]] = {"ik": {}, "reach": {}, "track": {}}
-    render = "rgb_array" if config.video else None
-    env_kwargs = {"render_mode": render, "width": config.width, "height": config.height}
+    recordings: dict[str, list[Any]] = {"reach": [], "track": []}  # each policy's first episode, rendered after all ran
+    fps: dict[str, int] = {}
     for policy in policies:
         entry: dict[str, Any] = {"card": {k: policy.card.get(k) for k in ("model", "steps", "training_seconds", "parameters")} if policy.card else None}
         bar.set_postfix(policy=policy.name, task="IK accuracy")
@@ -370,10 +370,10 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
         for env_name in config.envs:
             bar.set_postfix(policy=policy.name, task=env_name)
             if env_name == "reach":
-                env = gym.make("hik_sim/Reach-v0", robot=robot, **env_kwargs)
+                env = gym.make("hik_sim/Reach-v0", robot=robot)
                 count, steps, frame_every = config.episodes, 250, 1
             else:
-                env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed, **env_kwargs)
+                env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed)
                 count, steps, frame_every = config.track_episodes, int(round(config.track_seconds / env.unwrapped.dt)), 2
             episodes = [_episode(env, policy, config.seed + i, config.video and i == 0, steps, env_name, frame_every)
                         for i in range(count)]
@@ -381,21 +381,62 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
             entry[env_name] = _reach_metrics(episodes) if env_name == "reach" else _track_metrics(episodes)
             curves[env_name][policy.name] = episodes[0]
             if config.video:
-                path = out / f"{policy.name}_{env_name}.mp4"
-                _write_video(episodes[0]["frames"], path, int(round(1 / (frame_every * env.unwrapped.dt))))
-                report["files"] += [path.name, path.with_suffix(".gif").name]
-                report["video_frames"][path.name] = len(episodes[0]["frames"])
+                recordings[env_name].append(episodes[0]["recording"])
+                fps[env_name] = int(round(1 / (frame_every * env.unwrapped.dt)))
+                scene = env.unwrapped.scene
             bar.update(1)
         report["policies"][policy.name] = entry
+    if config.video:
+        bar.set_postfix(task="videos")
+        report["files"] += _videos(scene, recordings, fps, config, out, report)
     bar.close()
     report["files"] += _plots(curves, out)
     report["seconds"] = time.perf_counter() - started
     report["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report["platform"] = platform.platform()
+    report["files"].append("report.html")
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     _write_csv(report, out / "metrics.csv")
     (out / "summary.md").write_text(summary_markdown(report))
+    _report_page(report, out)
     return report
+
+
+def _videos(scene: Any, recordings: dict[str, list[Any]], fps: dict[str, int], config: EvalConfig, out: Path,
+            report: dict[str, Any]) -> list[str]:
+    """Each policy's video and, with two policies or more, the side-by-side video of each environment
+    (see :mod:`hik_sim.video`); records their frame counts in ``report``; returns the files written."""
+    from hik_sim.video import VideoOptions, write_rollout_videos
+
+    options = VideoOptions(width=config.width, height=config.height)
+    files: list[str] = []
+    for env_name, episode in recordings.items():
+        if not episode:
+            continue
+        side = f"side_by_side_{env_name}.mp4" if len(episode) > 1 else None
+        written = write_rollout_videos(scene, episode, out, fps[env_name], options, side_by_side=side)
+        report["video_frames"].update(written.videos)
+        report["side_by_side"].update(written.side_by_side)
+        for video in written.videos:
+            files += [video, str(Path(video).with_suffix(".gif"))]
+        files += list(written.side_by_side) + [f for f in written.extras if not f.endswith(".gif")]
+    return files
+
+
+def _report_page(report: dict[str, Any], out: Path) -> Path:
+    """``report.html``: the tables of ``summary.md``, the plots, the side-by-side and per-policy videos."""
+    from hik_sim.report import VideoEntry, write_report_html
+
+    files = report["files"]
+    featured = [VideoEntry(name, f"{', '.join(report['policies'])} on {name[len('side_by_side_'):-4]}'s first episode, "
+                                 f"left to right ({report['side_by_side'][name]} frames)", str(Path(name).with_suffix(".png")))
+                for name in report["side_by_side"]]
+    videos = [VideoEntry(name, f"{name[:-4]} ({frames} frames)", str(Path(name).with_suffix(".gif")))
+              for name, frames in report["video_frames"].items()]
+    plots = [f for f in files if f.endswith(".png") and not f.startswith("side_by_side_")]
+    downloads = ["report.json", "metrics.csv", "summary.md"] + list(report["side_by_side"]) + list(report["video_frames"])
+    return write_report_html(out, summary_markdown({**report, "files": []}), plots=plots, videos=videos, featured=featured,
+                             downloads=downloads)
 
 
 def _reach_metrics(episodes: list[dict[str, Any]]) -> dict[str, float]:
@@ -571,6 +612,14 @@ def _paper_suite(out: Path, targets: int, progress: bool) -> dict[str, Any]:
     return {"text": text, **record}
 
 
+def _video_size(text: str) -> tuple[int, int]:
+    """``--video-size``: ``WxH`` in pixels."""
+    match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"give WIDTHxHEIGHT in pixels such as 640x480, got {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder."""
     from hik_sim.cli import add_robot_arguments, robot_from_args
@@ -595,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ik-targets", type=int, default=defaults.ik_targets, help="open-loop targets (default 2000)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="record rollout videos (default on)")
+    parser.add_argument("--video-size", type=_video_size, default=(defaults.width, defaults.height), metavar="WxH",
+                        help=f"size of one policy's video frame, even numbers of pixels (default {defaults.width}x{defaults.height}; "
+                             "the side-by-side video is one width per policy)")
     parser.add_argument("--out", type=Path, default=None, help="run folder, new or empty (default runs/eval/<robot>-<date>, "
                                                                 "with a -2, -3, … suffix where another run took that name)")
     parser.add_argument("--device", default="cpu", help="where networks run (default cpu)")
@@ -629,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
         config = EvalConfig(policies=tuple(policies), envs=tuple(args.env), trajectory=args.trajectory, speed=args.speed,
                             episodes=args.episodes, track_episodes=args.track_episodes, track_seconds=args.track_seconds,
                             ik_targets=args.ik_targets, seed=args.seed, video=args.video, device=args.device,
-                            seed_network=args.checkpoint)
+                            seed_network=args.checkpoint, width=args.video_size[0], height=args.video_size[1])
         report = evaluate(robot, config, args.out or Path("runs") / "eval" / f"{robot.name}-{stamp}", progress=not args.no_progress,
                           unique=args.out is None)
     except HikError as exc:

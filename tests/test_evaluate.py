@@ -37,7 +37,7 @@ def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # 
     for video, frames in report["video_frames"].items():
         decoded = list(iio.imiter(out / video))
         assert len(decoded) == frames > 0
-        assert decoded[0].shape == (240, 320, 3)
+        assert decoded[0].shape == (EvalConfig.height, EvalConfig.width, 3)  # the default size, 640 × 480
         assert (out / video).with_suffix(".gif").is_file()
     assert set(report["video_frames"]) == {"harmoatt_reach.mp4", "harmoatt_track.mp4", "hybrid_reach.mp4", "hybrid_track.mp4"}
     for plot in ("ik_errors.png", "reach_error.png", "track_error.png"):
