@@ -32,7 +32,8 @@ class ReachEnv(RobotGoalEnv):
     ## Observation Space
     ``Dict`` of float64 arrays, all in the chain's base frame:
     ``joint_pos`` (n,) [rad], ``joint_vel`` (n,) [rad/s], ``ee_pos`` (3,) [m], ``ee_quat`` (4,) wxyz,
-    ``goal_pos`` (3,) [m], ``goal_quat`` (4,) wxyz.
+    ``goal_pos`` (3,) [m], ``goal_quat`` (4,) wxyz. The quaternions are ``Box(-1, 1)``, the other
+    entries unbounded ``Box`` spaces.
 
     ## Rewards
     ``−(position error [m] + rotation_weight · rotation error [rad])`` (``rotation_weight`` 0.1 m/rad
@@ -41,8 +42,9 @@ class ReachEnv(RobotGoalEnv):
     (success held long enough), ``reachable`` and ``steps_in_tolerance``.
 
     ## Starting State
-    The robot's home configuration, plus uniform noise of ±``start_noise`` rad on the chain joints
-    (0 by default), clipped to the limits.
+    The robot's ``home`` keyframe (velocities zero; joints outside the chain stay there), with
+    uniform noise of ±``start_noise`` rad on the chain joints (0 by default), clipped to the limits.
+    ``info["is_success"]`` is False after a reset.
 
     ## Episode End
     Terminated when the errors stay within (``position_tolerance``, ``rotation_tolerance``),
@@ -53,10 +55,13 @@ class ReachEnv(RobotGoalEnv):
     ``gymnasium.make("hik_sim/Reach-irb120-v0")`` for a registered robot, or
     ``gymnasium.make("hik_sim/Reach-v0", robot="panda")`` /
     ``gymnasium.make("hik_sim/Reach-v0", urdf="arm.urdf", base="base_link", ee="tool0")``.
-    Further keywords: ``frame_skip`` (10), ``position_tolerance`` [m], ``rotation_tolerance`` [rad],
-    ``rotation_weight`` [m/rad], ``hold_steps``, ``unreachable_probability``, ``start_noise`` [rad],
-    ``render_mode`` (``rgb_array``, ``human``), ``width``, ``height``, ``camera`` (``workspace``,
-    ``overview``).
+    Further keywords, with their defaults: ``frame_skip`` (10 physics steps of 2 ms per action:
+    50 Hz), ``position_tolerance`` (0.005 m), ``rotation_tolerance`` (2° in rad),
+    ``rotation_weight`` (0.1 m/rad), ``hold_steps`` (5), ``unreachable_probability`` (0),
+    ``start_noise`` (0 rad), ``render_mode`` (``rgb_array``, ``human`` or None), ``width`` (480) and
+    ``height`` (360) [px], ``camera`` (``workspace`` or ``overview``). An unknown keyword raises
+    :class:`~hik_sim.errors.HikError` listing the valid ones. The time limit counts steps, so another
+    ``frame_skip`` changes the episode's duration in seconds.
 
     ## Version History
     - v0: first release.

@@ -27,7 +27,8 @@ class TrackEnv(RobotGoalEnv):
     trajectory starts at that configuration's end-effector pose. It always lies in the reachable
     workspace: before the episode starts, inverse kinematics is solved by continuation at 48 points
     along one period (to 0.1 mm and 0.1°); if a point fails, the size is shrunk (×0.7, at most 4
-    times) and then another centre is drawn. ``info["size"]`` tells the size used.
+    times) and then another centre is drawn (at most 20 centres, then
+    :class:`~hik_sim.errors.HikError`). ``info["size"]`` tells the size used.
 
     ## Action Space
     ``Box(lower, upper, (n,), float64)``: position targets [rad, or m] for the chain's joints;
@@ -37,15 +38,18 @@ class TrackEnv(RobotGoalEnv):
     ## Observation Space
     ``Dict`` of float64 arrays in the chain's base frame: ``joint_pos`` (n,), ``joint_vel`` (n,),
     ``ee_pos`` (3,) [m], ``ee_quat`` (4,) wxyz, ``goal_pos`` (3,) [m], ``goal_quat`` (4,) wxyz and
-    ``goal_vel`` (3,) [m/s], the goal's velocity.
+    ``goal_vel`` (3,) [m/s], the goal's velocity. The quaternions are ``Box(-1, 1)``, the other
+    entries unbounded ``Box`` spaces.
 
     ## Rewards
-    ``−(position error [m] + rotation_weight · rotation error [rad])``; ``info`` holds each term,
-    ``pos_err`` [m], ``rot_err`` [rad], ``success`` (within tolerance now) and ``time`` [s].
+    ``−(position error [m] + rotation_weight · rotation error [rad])`` (``rotation_weight`` 0.1 m/rad
+    by default); ``info`` holds each term (``reward_pos``, ``reward_rot``), ``pos_err`` [m],
+    ``rot_err`` [rad], ``success`` and ``is_success`` (both: within tolerance now), ``size`` [m]
+    and ``time`` [s].
 
     ## Starting State
     The robot rests at a configuration that reaches the trajectory's first point (found by IK from
-    the centre configuration), velocity zero.
+    the centre configuration), velocity zero; joints outside the chain at the ``home`` keyframe.
 
     ## Episode End
     No termination; truncated by the registration's time limit (500 steps = 10 s at 50 Hz).
@@ -53,8 +57,12 @@ class TrackEnv(RobotGoalEnv):
     ## Arguments
     ``gymnasium.make("hik_sim/Track-irb120-v0", trajectory="figure_eight", speed=0.1, size=0.1)``,
     or ``gymnasium.make("hik_sim/Track-v0", robot=...)`` / ``(urdf=..., base=..., ee=...)``.
-    Further keywords as in Reach: ``frame_skip``, ``position_tolerance``, ``rotation_tolerance``,
-    ``rotation_weight``, ``render_mode``, ``width``, ``height``, ``camera``.
+    ``trajectory``: ``circle`` (default), ``figure_eight``, ``line`` or ``waypoints``; ``speed``
+    (0.1 m/s) and ``size`` (0.1 m). Further keywords as in Reach, with the same defaults:
+    ``frame_skip``, ``position_tolerance``, ``rotation_tolerance``, ``rotation_weight``,
+    ``render_mode``, ``width``, ``height``, ``camera`` (not ``hold_steps``,
+    ``unreachable_probability`` or ``start_noise``). A chain of fewer than 6 joints raises
+    :class:`~hik_sim.errors.HikError`.
 
     ## Version History
     - v0: first release.
