@@ -571,8 +571,8 @@ def summary_markdown(report: dict[str, Any]) -> str:
 
 
 def paper_suite(out: Path, targets: int = 10_000, progress: bool = True, unique: bool = False) -> dict[str, Any]:
-    """Both seed papers' experiments with the shipped checkpoints; writes ``paper.json`` and ``paper.md``
-    into a run folder claimed as :func:`evaluate` claims it (``unique``: take ``out-2``, … where ``out`` exists).
+    """Both seed papers' experiments with the shipped checkpoints; writes ``paper.json``, ``paper.md``
+    and ``report.html`` (the tables as a page) into a run folder claimed as :func:`evaluate` claims it (``unique``: take ``out-2``, … where ``out`` exists).
 
     (a) HarmoAtt-IK against CycleIK (the paper's baseline, where shipped) and the parameter-matched
     MLP on the five humanoids, with the abstract's headline figures beside ours; (b) the IRB120
@@ -586,7 +586,11 @@ def paper_suite(out: Path, targets: int = 10_000, progress: bool = True, unique:
     new_parents = [parent for parent in Path(out).parents if not parent.exists()]
     out, created = claim_run_folder(Path(out), unique)
     try:
-        return _paper_suite(out, targets, progress)
+        record = _paper_suite(out, targets, progress)
+        from hik_sim.report import write_report_html
+
+        write_report_html(out, record["text"], downloads=["paper.json", "paper.md"])  # the page to open, as evaluate writes
+        return record
     except BaseException:
         _discard_run(out, created, new_parents)
         raise

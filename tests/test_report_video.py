@@ -230,3 +230,19 @@ def test_markdown_tables_become_html_tables_and_a_page_never_names_a_missing_fil
     with pytest.raises(OutputError, match="missing.mp4"):
         write_report_html(tmp_path, "# Run\n", videos=[VideoEntry("missing.mp4", "a video")])
     assert not (tmp_path / "report.html").exists()
+
+
+def test_the_paper_suite_folder_gets_a_page_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hik_sim.evaluate as evaluate
+
+    def tiny_suite(out: Path, targets: int, progress: bool) -> dict:
+        text = "# The seed papers' experiments\n\n| solver | pos mean [mm] |\n|---|---:|\n| hybrid | 0.012 |\n| *published hybrid* | *0.5* |\n"
+        (out / "paper.md").write_text(text)
+        (out / "paper.json").write_text("{}")
+        return {"text": text, "run_folder": str(out)}
+
+    monkeypatch.setattr(evaluate, "_paper_suite", tiny_suite)  # the real suite takes minutes; this checks the page's wiring
+    evaluate.paper_suite(tmp_path / "paper", targets=10, progress=False)
+    page = _parse(tmp_path / "paper" / "report.html")
+    assert not page.errors and {"paper.json", "paper.md"} <= set(page.refs)
+    assert "0.012" in " ".join(page.text) and page.tags["em"]
