@@ -86,19 +86,18 @@ def policy_choices(robot: RobotSpec, checkpoint: str | None = None) -> tuple[str
     """The policies the viewer offers for a robot, in the evaluator's naming.
 
     Every :data:`~hik_sim.evaluate.POLICY_NAMES` entry that can run on the robot, then any other
-    network shipped for it (e.g. ``harmoatt_4answers`` on the IRB120); for a robot with no shipped
-    network, ``hybrid`` and ``closed_loop`` on ``checkpoint`` and the checkpoint itself where one
-    is given.
+    network shipped for it (e.g. ``harmoatt_4answers`` on the IRB120), and ``checkpoint`` itself
+    where one is given; for a robot with no shipped network, the network-free policies, and
+    ``hybrid`` and ``closed_loop`` seeded by ``checkpoint`` where one is given.
     """
     from hik_sim.evaluate import POLICY_NAMES
 
     shipped = _shipped(robot)
+    extra = (checkpoint,) if checkpoint else ()
     if shipped:
-        return (*POLICY_NAMES, *sorted(set(shipped) - set(POLICY_NAMES)))
+        return (*POLICY_NAMES, *sorted(set(shipped) - set(POLICY_NAMES)), *extra)
     free = ("lm", "multistart", "dm_control")
-    if checkpoint:
-        return ("hybrid", "closed_loop", checkpoint, *free)
-    return free
+    return ("hybrid", "closed_loop", *extra, *free) if checkpoint else free
 
 
 def default_policy(robot: RobotSpec, checkpoint: str | None = None) -> str:

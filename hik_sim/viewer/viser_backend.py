@@ -276,7 +276,10 @@ class ViserViewer:
         gui = self.server.gui
         sim = self.sim
         gui.add_markdown(f"**{sim.robot.name}**: drag the gizmo to move the goal; the policy drives the arm in MuJoCo.")
-        self.policy_dropdown = gui.add_dropdown("Policy", policy_choices(sim.robot, sim.checkpoint), initial_value=sim.policy_name,
+        choices = policy_choices(sim.robot, sim.checkpoint)
+        if sim.policy_name not in choices:  # a checkpoint path given as --policy
+            choices = (sim.policy_name, *choices)
+        self.policy_dropdown = gui.add_dropdown("Policy", choices, initial_value=sim.policy_name,
                                                 hint="the IK controller, named as in python -m hik_sim.evaluate")
 
         @self.policy_dropdown.on_update
@@ -326,7 +329,7 @@ class ViserViewer:
 def fusion_markdown(readout: Readout, network_kind: str | None) -> str:
     """The fusion panel's text: a table of weights per block and branch, and each block's temperature."""
     if readout.fusion_weights is None:
-        kind = {"mlp": "an MLP network"}.get(network_kind or "", "no network")
+        kind = f"a network of kind {network_kind} (no attention fusion)" if network_kind else "no network"
         return f"*{readout.policy}* runs on {kind}: no fusion weights."
     lines = ["| block | " + " | ".join(BRANCH_NAMES) + " | τ |", "|---|" + "---|" * (len(BRANCH_NAMES) + 1)]
     for k, (weights, tau) in enumerate(zip(readout.fusion_weights, readout.temperature)):
