@@ -39,11 +39,13 @@ setup(
     ],
     extras_require={
         # numba: the tests cover fast_network's compiled backend too; viser: the viewer's tests (tests/test_viewer.py)
-        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14"],
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
         # python -m hik_sim.viewer's web page (viser ships its browser client: works offline)
         "viewer": ["viser>=1.1,<2"],
+        # python -m hik_sim.train --tensorboard DIR
+        "tensorboard": ["tensorboard>=2.14"],
         # hik_sim.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback
         "fast": ["numba>=0.59"],
     },

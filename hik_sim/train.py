@@ -68,6 +68,7 @@ from hik_sim.models import CYCLEIK_PROFILES, MODEL_KINDS, parameter_count, size_
 from hik_sim.network import IKNetwork
 from hik_sim.robots import RobotSpec
 from hik_sim.rotations import position_error, rotation_error
+from hik_sim.training_log import TrainingLog, curve_paths
 
 __all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main", "OBJECTIVES"]
 
@@ -348,15 +349,19 @@ def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
 
 
 def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | None = None,
-          resume: str | os.PathLike[str] | None = None, progress: bool = True) -> TrainResult:
+          resume: str | os.PathLike[str] | None = None, progress: bool = True,
+          tensorboard: str | os.PathLike[str] | None = None) -> TrainResult:
     """Train an IK network for ``robot``.
 
     Args:
         robot: the robot.
         config: the training configuration.
-        out: where to write the checkpoint (and its ``.json`` card); ``None``: write nothing.
+        out: where to write the checkpoint (and its ``.json`` card) and, beside it, the validation
+            curve (``<stem>.curve.csv`` and ``.png``, updated after every validation:
+            :class:`~hik_sim.training_log.TrainingLog`); ``None``: write nothing.
         resume: a checkpoint to continue from (its config must match ``config``'s model).
         progress: show a tqdm progress bar.
+        tensorboard: also log every validation to this TensorBoard directory (needs ``tensorboard``).
 
     Returns:
         :class:`TrainResult`.
@@ -370,6 +375,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     out = check_checkpoint_path(out) if out is not None and rank == 0 else None  # before any work, not after it
+    curve = TrainingLog(out, tensorboard if rank == 0 else None, title=f"{robot.name} {config.model}") \
+        if rank == 0 and (out is not None or tensorboard is not None) else None
     device = _device(config.device, local_rank)
     started_group = world > 1 and not torch.distributed.is_initialized()
     if world > 1 and device.type == "cuda":
@@ -523,12 +530,16 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
                            "entropy": float(terms.entropy.detach()), **evaluate_network(network, chain, eval_set)}
                 network.train()
                 history.append(metrics)
+                if curve is not None:
+                    curve.update(history, final=last)
                 bar.set_postfix(pos=f"{metrics['pos_mean_mm']:.1f}mm", rot=f"{metrics['rot_mean_deg']:.1f}°",
                                 ok=f"{100 * metrics['success_5mm_2deg']:.1f}%", lr=f"{lr:.1e}")
             if not last and now - saved_at >= 60 * config.checkpoint_minutes:  # the agreed clock: every rank gathers
                 save(card_now())
                 saved_at = now
         bar.close()
+        if curve is not None:
+            curve.close()
         network.eval()
         card = card_now()
         path = save(card)  # still under the handlers: a signal now cannot cut the final save short
@@ -643,6 +654,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(same robot and network; hypotheses may grow)")
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the forward pass (faster on a CPU after ~30 s; see TrainConfig.compile)")
+    parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR",
+                        help="also log the validation curve to this TensorBoard directory (needs tensorboard); the CSV and "
+                             "PNG curve beside the checkpoint are always written")
     parser.add_argument("--checkpoint-minutes", type=float, default=defaults.checkpoint_minutes,
                         help=f"save a resumable checkpoint every this many minutes (default {defaults.checkpoint_minutes:g})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -660,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
                              init_from=str(args.init_from) if args.init_from is not None else None,
                              checkpoint_minutes=args.checkpoint_minutes, objective=args.objective)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
-        result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress)
+        result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress, tensorboard=args.tensorboard)
     except ValueError as exc:  # float("x") in --fix-joint
         parser.exit(2, f"error: {exc}\n")
     except HikError as exc:
@@ -680,7 +694,8 @@ def main(argv: list[str] | None = None) -> int:
           f"rotation {m['rot_mean_deg']:.2f}° mean / {m['rot_median_deg']:.2f} median, "
           f"success {100 * m['success_5mm_2deg']:.1f}% (5 mm, 2°), {100 * m['success_10mm_20deg']:.1f}% (10 mm, 20°)")
     if result.path:
-        print(f"checkpoint   {result.path}\ncard         {result.path.with_suffix('.json')}")
+        curve_csv, curve_png = curve_paths(result.path)
+        print(f"checkpoint   {result.path}\ncard         {result.path.with_suffix('.json')}\ncurve        {curve_csv}, {curve_png}")
     if result.stopped_by is not None:
         print(f"stopped by {result.stopped_by} at step {card.steps} of {config.steps}; resume with:\n"
               f"  python -m hik_sim.train {shlex.join(_resume_arguments(argv, out))}", file=sys.stderr)

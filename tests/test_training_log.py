@@ -1,0 +1,73 @@
+"""The trainer's validation curve: CSV and PNG beside the checkpoint as it trains, whole after a resume, TensorBoard on request."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import robot_by_id
+
+from hik_sim.errors import OutputError
+from hik_sim.train import TrainConfig, train
+from hik_sim.training_log import CURVE_COLUMNS, TrainingLog, curve_paths
+
+TINY = dict(model="mlp", batch=64, model_options=(("hidden", 32), ("layers", 2)), eval_size=64, eval_every=2,
+            normalizer_samples=1000, device="cpu")
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_curve_holds_every_validation_with_the_cards_final_figures(tmp_path: Path) -> None:
+    result = train(robot_by_id("irb120"), TrainConfig(steps=6, **TINY), out=tmp_path / "net.pt", progress=False)
+    csv_path, png_path = curve_paths(tmp_path / "net.pt")
+    assert csv_path == tmp_path / "net.curve.csv" and png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = _rows(csv_path)
+    assert [int(r["step"]) for r in rows] == [2, 4, 6]
+    assert list(rows[0]) == list(CURVE_COLUMNS)
+    assert float(rows[-1]["pos_mean_mm"]) == pytest.approx(result.card.metrics["pos_mean_mm"], rel=1e-5)
+    assert float(rows[-1]["success_5mm_2deg"]) == pytest.approx(result.card.metrics["success_5mm_2deg"], abs=1e-6)
+    assert [float(r["elapsed_s"]) for r in rows] == sorted(float(r["elapsed_s"]) for r in rows)
+    assert not list(tmp_path.glob(".partial-*"))  # written atomically, nothing left behind
+
+
+def test_a_resumed_run_writes_the_whole_history(tmp_path: Path) -> None:
+    first = train(robot_by_id("irb120"), TrainConfig(steps=4, **TINY), out=tmp_path / "net.pt", progress=False)
+    train(robot_by_id("irb120"), TrainConfig(steps=8, **TINY), out=tmp_path / "net.pt", resume=first.path, progress=False)
+    assert [int(r["step"]) for r in _rows(tmp_path / "net.curve.csv")] == [2, 4, 6, 8]
+
+
+def test_tensorboard_gets_every_validation_or_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = [{"step": s, "elapsed_s": float(s), "loss": 1.0 / s, "pos_mean_mm": 10.0 / s, "rot_mean_deg": 5.0 / s,
+                "success_5mm_2deg": 0.1 * s, "success_10mm_20deg": 0.2 * s} for s in (1, 2, 3)]
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        EventAccumulator = None
+    if EventAccumulator is not None:
+        log = TrainingLog(None, tmp_path / "tb")
+        log.update(history[:2])
+        log.update(history)  # only the new row is added
+        log.close()
+        events = EventAccumulator(str(tmp_path / "tb"))
+        events.Reload()
+        values = [(e.step, e.value) for e in events.Scalars("validation/pos_mean_mm")]
+        assert values == [(1, pytest.approx(10.0)), (2, pytest.approx(5.0)), (3, pytest.approx(10 / 3))]
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if tensorboard were not installed
+    with pytest.raises(OutputError, match="pip install tensorboard"):
+        TrainingLog(None, tmp_path / "tb2")
+
+
+def test_the_cli_prints_where_the_curve_is(tmp_path: Path) -> None:
+    out = tmp_path / "cli.pt"
+    done = subprocess.run([sys.executable, "-m", "hik_sim.train", "--robot", "irb120", "--model", "mlp", "--steps", "2",
+                           "--batch", "32", "--eval-size", "32", "--eval-every", "1", "--model-option", "hidden=16",
+                           "--no-progress", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"curve        {tmp_path / 'cli.curve.csv'}" in done.stdout
+    assert [int(r["step"]) for r in _rows(tmp_path / "cli.curve.csv")] == [1, 2]
