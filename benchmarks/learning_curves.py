@@ -19,9 +19,12 @@ Networks (``--models``):
   identity (the ablation that says what the attention adds);
 - ``mlp``: the CycleIK-style MLP baseline, width matched to HarmoAtt-IK's parameter count (±1 %);
 - ``harmoatt_map``: HarmoAtt-IK as hik_sim 0.1 built it (``map`` trunk; 2.2 % of the parameters in
-  the fusion blocks), the design this one replaces.
+  the fusion blocks), the design this one replaces;
+- ``cycleik``: CycleIK's generator with its own loss, optimiser and learning rate (the HarmoAtt-IK
+  paper's baseline, ``hik_sim.models.cycleik``), its width scaled to HarmoAtt-IK's parameter count;
+  one answer per pose only.
 
-Each name takes ``--hypotheses H`` (H answers per pose, chosen by FK; the MLP gets as many).
+Each name but ``cycleik`` takes ``--hypotheses H`` (H answers per pose, chosen by FK; the MLP gets as many).
 
 Output: a Markdown table on stdout and in ``<out>/learning_curves.md``, raw curves in
 ``<out>/learning_curves.json``, plots ``<out>/learning_curves_<robot>.png``. Runs already in the JSON
@@ -51,7 +54,7 @@ import torch
 from hik_sim.data import make_eval_set
 from hik_sim.experiments import TEST_SEED
 from hik_sim.kinematics import Chain
-from hik_sim.models import matched_mlp_hidden
+from hik_sim.models import matched_cycleik_width, matched_mlp_hidden
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.train import TrainConfig, evaluate_network, train
 
@@ -60,6 +63,7 @@ NETWORKS: dict[str, tuple[str, dict[str, Any]]] = {
     "harmoatt_no_attention": ("harmoatt", {"trunk": "dense", "attention": False}),
     "mlp": ("mlp", {}),
     "harmoatt_map": ("harmoatt", {"trunk": "map", "channels": 16, "blocks": 3}),
+    "cycleik": ("cycleik", {}),
 }
 QUICK_HARMOATT = {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 16}
 CURVE_METRICS = ("pos_mean_mm", "rot_mean_deg", "success_5mm_2deg")
@@ -73,10 +77,15 @@ def network_config(name: str, robot_dof: int, args: argparse.Namespace) -> Train
         options |= QUICK_HARMOATT | ({"feed_forward": 32} if options["trunk"] == "dense" else {"head_hidden": 32})
     if args.hypotheses > 1:
         options["hypotheses"] = args.hypotheses
+    reference = dict(NETWORKS["harmoatt"][1]) | (QUICK_HARMOATT | {"feed_forward": 32} if args.quick else {})
     if model == "mlp":
-        reference = dict(NETWORKS["harmoatt"][1]) | (QUICK_HARMOATT | {"feed_forward": 32} if args.quick else {})
         options["hidden"] = matched_mlp_hidden(robot_dof, hypotheses=args.hypotheses, **reference)
-    return TrainConfig(model=model, steps=10**9, minutes=args.minutes, batch=args.batch, lr=args.lr, seed=args.seed,
+    if model == "cycleik":  # its own loss, optimiser and learning rate (the paper's baseline as published)
+        if args.hypotheses > 1:
+            raise SystemExit("cycleik trains one answer per pose (its loss has no hypotheses); leave it out of --models")
+        options["width"] = matched_cycleik_width(robot_dof, **reference)
+    lr = None if model == "cycleik" else args.lr
+    return TrainConfig(model=model, steps=10**9, minutes=args.minutes, batch=args.batch, lr=lr, seed=args.seed,
                        device="cpu", model_options=tuple(options.items()), eval_size=args.eval_size,
                        eval_every=args.eval_every, normalizer_samples=5000 if args.quick else 100_000, compile=args.compile)
 

@@ -218,6 +218,7 @@ def test_learning_curves_quick_run_trains_every_network_under_one_budget(tmp_pat
     params = {r["network"]: r["parameters"] for r in runs}
     assert params["harmoatt"] == params["harmoatt_no_attention"]
     assert 0.9 <= params["mlp"] / params["harmoatt"] <= 1.1  # parameter-matched
+    assert 0.9 <= params["cycleik"] / params["harmoatt"] <= 1.1
     options = {r["network"]: r["model_options"] for r in runs}
     assert options["harmoatt_no_attention"]["attention"] is False and options["harmoatt_map"]["trunk"] == "map"
     table = (tmp_path / "learning_curves.md").read_text()
