@@ -160,6 +160,7 @@ def test_inference_bench_rejects_a_network_that_is_not_shipped(tmp_path: Path) -
     assert excinfo.value.code == 2
 
 
+@pytest.mark.slow
 def test_soak_quick_run_finds_no_nan_and_no_limit_violation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     soak = _load_script("soak")
     argv = ["--robots", "irb120", "--solves", "160", "--single-target", "8", "--dm-control", "4", "--no-progress",

@@ -21,6 +21,7 @@ from hik_sim.train import main as train_main
 TINY = ["--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.5", "--ik-targets", "100", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # noqa: ANN001
     out = tmp_path / "run"
     assert evaluate_main(["--robot", "irb120", "--policy", "harmoatt", "hybrid", "--out", str(out), *TINY]) == 0
@@ -50,6 +51,7 @@ def test_evaluator_writes_report_videos_and_plots(tmp_path, capsys) -> None:  # 
     assert row.split(" | ")[4] == "—"
 
 
+@pytest.mark.slow
 def test_user_robot_end_to_end_train_then_evaluate(tmp_path) -> None:  # noqa: ANN001
     checkpoint = tmp_path / "arm.pt"
     robot_args = ["--urdf", str(USER_URDF), "--base", "base", "--ee", "tool"]
@@ -96,6 +98,7 @@ def test_any_network_shipped_for_the_robot_is_a_policy() -> None:
         build_policy("harmoatt_4answers", get_robot("panda"))
 
 
+@pytest.mark.slow
 def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
     from hik_sim.evaluate import paper_suite
     from hik_sim.experiments import PAPER_HYBRID, PAPER_MULTISTART

@@ -112,6 +112,7 @@ def test_adaptive_beta_follows_the_error_scale() -> None:
     assert torch.allclose(adaptive_smooth_l1(errors, 1.0), torch.tensor([0.0, 0.125, 0.5, 3.5]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hypotheses", [None, 3])
 def test_adaptive_beta_follows_the_errors_inside_a_compiled_step_too(hypotheses: int | None) -> None:
     shape = (256, 3) if hypotheses is None else (256, hypotheses, 3)

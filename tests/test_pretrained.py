@@ -13,6 +13,7 @@ from hik_sim.robots import robot_names
 from hik_sim.train import evaluate_network
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("robot", robot_names())
 def test_shipped_checkpoints_load_and_match_their_cards(robot: str) -> None:
     spec = robot_by_id(robot)
@@ -82,6 +83,7 @@ def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     assert np.sqrt(np.mean(np.square(errors))) < 0.003  # 2 mm in the benchmark; looser here
 
 
+@pytest.mark.slow
 def test_example_script_runs_and_writes_a_video(tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys

@@ -91,6 +91,7 @@ def test_the_evaluator_cli_reports_a_bad_out_and_a_failed_run_leaves_no_folder(t
     assert not (tmp_path / "mine").exists()
 
 
+@pytest.mark.slow
 def test_a_six_joint_user_robot_tracks_with_the_policies_that_need_no_network(tmp_path: Path) -> None:
     import json
 

@@ -102,6 +102,7 @@ def test_servos_follow_smooth_commands_within_limits(scene: Scene) -> None:
     assert worst_excess < 1e-4
 
 
+@pytest.mark.slow
 def test_renders_a_frame_that_shows_the_robot(scene: Scene) -> None:
     data = scene.make_data()
     frame = render_frame(scene, data, 160, 120)

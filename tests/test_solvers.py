@@ -46,6 +46,7 @@ def test_lm_converges_from_near_the_answer_in_few_iterations(irb120: Chain) -> N
     assert _in_limits(irb120, result.q)
 
 
+@pytest.mark.slow
 def test_multistart_meets_its_tolerance_on_reachable_targets(robot) -> None:  # noqa: ANN001
     chain = Chain(robot)
     targets = make_eval_set(chain, 3, 60).batch
@@ -227,6 +228,7 @@ def test_dm_control_peer_reports_its_limit_violations(irb120: Chain) -> None:
     assert bool(from_answer.success.all())
 
 
+@pytest.mark.slow
 def test_property_answers_are_finite_and_within_limits_for_any_target() -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -333,6 +335,7 @@ def test_the_closed_loop_network_corrects_its_own_error_without_least_squares() 
     assert controller.solver.corrections > 0 and controller.solver.network.card.model == "harmoatt"
 
 
+@pytest.mark.slow
 def test_multistart_with_the_papers_definition_runs_every_start_and_keeps_the_best(irb120: Chain,
                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     targets = make_eval_set(irb120, 11, 40).batch

@@ -53,6 +53,7 @@ def test_same_seed_same_weights_on_cpu() -> None:
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_compiled_training_follows_the_eager_run() -> None:
     eager = train(robot_by_id("irb120"), tiny_config("mlp", steps=20), progress=False)
     compiled = train(robot_by_id("irb120"), tiny_config("mlp", steps=20, compile=True), progress=False)
@@ -172,6 +173,7 @@ def _same_weights(a: dict, b: dict) -> bool:
     return all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
 
 
+@pytest.mark.slow
 def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
@@ -186,6 +188,7 @@ def test_distributed_training_with_torchrun_on_cpu(tmp_path) -> None:  # noqa: A
     assert load_checkpoint(out)[1].device == "cpu x2"
 
 
+@pytest.mark.slow
 def test_ddp_ranks_draw_their_own_data_and_keep_identical_weights_and_beta(tmp_path) -> None:  # noqa: ANN001
     _torchrun(str(tmp_path), "12")
     zero, one = _ranks(tmp_path)
@@ -204,6 +207,7 @@ def test_ddp_ranks_draw_their_own_data_and_keep_identical_weights_and_beta(tmp_p
     assert zero_r["running_error"] == one_r["running_error"]
 
 
+@pytest.mark.slow
 def test_ddp_ranks_stop_together_under_a_time_budget(tmp_path) -> None:  # noqa: ANN001
     _torchrun(str(tmp_path), "1000000", "--minutes", "0.1")
     zero, one = _ranks(tmp_path)
@@ -328,6 +332,7 @@ def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_on
     assert again.steps_this_run == 0 and again.card.steps == 30
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_prints_the_command_that_resumes_it(tmp_path, capsys) -> None:  # noqa: ANN001
     import signal
     import subprocess
@@ -399,6 +404,7 @@ def test_a_checkpoint_with_nan_weights_is_refused(tmp_path) -> None:  # noqa: AN
         load_checkpoint(tmp_path / "nan.pt")
 
 
+@pytest.mark.slow
 def test_train_pretrained_trains_networks_side_by_side_with_a_summary(tmp_path) -> None:  # noqa: ANN001
     import importlib.util
     from pathlib import Path
