@@ -133,13 +133,28 @@ class SingleTargetLM:
         damping: initial damping.
         stop_position: convergence threshold [m].
         stop_rotation: convergence threshold [rad].
+        backend: ``numba`` (the whole loop compiled, :mod:`hik_sim._lm_numba`: a few µs an
+            iteration; needs the ``fast`` extra), ``mujoco`` (numpy and MuJoCo's C kinematics, tens
+            of µs an iteration, Python between them) or ``auto``: numba when it is installed.
+
+    Attributes:
+        backend: the backend in use.
     """
 
     def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = 30,
                  rotation_weight: float = 0.2, damping: float = 1e-3, stop_position: float = 1e-6,
-                 stop_rotation: float = 1e-6) -> None:
+                 stop_rotation: float = 1e-6, backend: str = "auto") -> None:
         import mujoco
 
+        from hik_sim.fast_network import _flat_geometry, numba_available
+
+        if backend not in ("auto", "numba", "mujoco"):
+            raise HikError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
+        if backend == "numba" and not numba_available():
+            raise HikError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
+        self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "mujoco"
+        geometry = geometry or ChainGeometry.from_robot(robot)
+        self._geometry = _flat_geometry(geometry) if self.backend == "numba" else None
         self.kinematics = SingleTargetKinematics(robot, geometry)
         self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
         self.stop_position, self.stop_rotation = stop_position, stop_rotation
@@ -162,6 +177,15 @@ class SingleTargetLM:
 
     def refine(self, pos: np.ndarray, quat: np.ndarray, q: np.ndarray) -> LMAnswer:
         """Refine ``q`` (n,) towards the target (pos (3,) [m], unit quat (4,) wxyz)."""
+        if self._geometry is not None:
+            from hik_sim._lm_numba import lm_refine
+
+            out = np.empty(len(self.lower))
+            pos_err, rot_err, iterations, evals = lm_refine(
+                self._geometry, self.lower, self.upper, np.ascontiguousarray(pos, dtype=np.float64),
+                np.ascontiguousarray(quat, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64), self.rotation_weight,
+                self.damping, self.max_iterations, self.stop_position, self.stop_rotation, out)
+            return LMAnswer(out, pos_err, rot_err, iterations, evals)
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         pose, jac = self.kinematics.fk_and_jacobian(q)
         evals, iterations, lam = 1, 0, self.damping

@@ -41,7 +41,7 @@ import torch
 from hik_sim.data import JointSelection
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics import Chain, Pose
-from hik_sim.network import IKNetwork, _as_real_tensor, as_targets
+from hik_sim.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
 
 __all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
@@ -644,9 +644,11 @@ class SingleTargetIK:
         """
         np = self._np
         start = time.perf_counter()
-        pos_t, quat_t = check_targets(_as_real_tensor(target_pos, "target position").reshape(1, -1),
-                                      _as_real_tensor(target_quat, "target quaternion").reshape(1, -1))
-        pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
+        pos, quat = _one_target_fast(target_pos, target_quat)
+        if pos is None:  # anything but a plain, valid float pose: the full checks, which say what is wrong
+            pos_t, quat_t = check_targets(_as_real_tensor(target_pos, "target position").reshape(1, -1),
+                                          _as_real_tensor(target_quat, "target quaternion").reshape(1, -1))
+            pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
         seeds = []
         if q_init is not None:
             q_init = _as_real_tensor(q_init, "q_init").numpy()
@@ -677,10 +679,27 @@ class SingleTargetIK:
                 best = answer
             if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
                 break
-        one = torch.ones(1, dtype=torch.int64)
-        pos_err, rot_err = torch.tensor([best.pos_err], dtype=torch.float64), torch.tensor([best.rot_err], dtype=torch.float64)
-        return IKResult(torch.from_numpy(best.q[None]), pos_err, rot_err, self.tolerance.met(pos_err, rot_err),
-                        one * iterations, one * evals, one * evals, time.perf_counter() - start)
+        met = best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation  # Tolerance.met, on floats
+        counts = np.array([iterations, evals], dtype=np.int64)
+        return IKResult(torch.from_numpy(best.q[None]), torch.from_numpy(np.array([best.pos_err])),
+                        torch.from_numpy(np.array([best.rot_err])), torch.from_numpy(np.array([met])),
+                        torch.from_numpy(counts[:1]), torch.from_numpy(counts[1:]), torch.from_numpy(counts[1:].copy()),
+                        time.perf_counter() - start)
+
+
+def _one_target_fast(target_pos: Any, target_quat: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A plain float target — numpy arrays of shapes (3,) and (4,), finite, within
+    :data:`~hik_sim.network.MAX_TARGET_DISTANCE`, a non-zero quaternion — as float64 copies (the
+    quaternion normalised), in a few µs; ``(None, None)`` for anything else (the full checks of
+    :func:`check_targets` then run and name what is wrong)."""
+    if not (isinstance(target_pos, np.ndarray) and isinstance(target_quat, np.ndarray) and target_pos.shape == (3,)
+            and target_quat.shape == (4,) and target_pos.dtype.kind == "f" and target_quat.dtype.kind == "f"):
+        return None, None
+    pos, quat = target_pos.astype(np.float64), target_quat.astype(np.float64)
+    norm = math.sqrt(float(quat @ quat))
+    if not (1e-9 < norm < math.inf and float(np.abs(pos).max()) <= MAX_TARGET_DISTANCE):  # NaN fails both
+        return None, None
+    return pos, quat / norm
 
 
 class DmControlIK:

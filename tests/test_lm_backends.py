@@ -1,0 +1,64 @@
+"""The single-target LM's two backends: the compiled loop (numba) takes the MuJoCo path's steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import robot_by_id
+
+from hik_sim.data import make_eval_set
+from hik_sim.errors import HikError
+from hik_sim.kinematics import Chain
+from hik_sim.robots import robot_names
+from hik_sim.single_target import SingleTargetKinematics, SingleTargetLM
+
+pytest.importorskip("numba")
+
+
+@pytest.mark.parametrize("robot", robot_names())
+def test_compiled_fk_and_jacobian_match_mujoco(robot: str) -> None:
+    from hik_sim._lm_numba import fk_jacobian
+    from hik_sim.fast_network import _flat_geometry
+
+    spec = robot_by_id(robot)
+    chain = Chain(spec)
+    mujoco_fk = SingleTargetKinematics(spec, chain.geometry)
+    geometry = _flat_geometry(chain.geometry)
+    rng = np.random.default_rng(1)
+    pos, quat, jac = np.empty(3), np.empty(4), np.empty((6, chain.dof))
+    for _ in range(20):
+        q = rng.uniform(spec.lower, spec.upper)
+        fk_jacobian(geometry, q, pos, quat, jac)
+        pose, expected = mujoco_fk.fk_and_jacobian(q)
+        assert np.allclose(pos, pose.pos, atol=1e-12) and np.allclose(quat, pose.quat, atol=1e-12)
+        assert np.allclose(jac, expected, atol=1e-10)
+        assert quat[0] >= 0 and abs(np.linalg.norm(quat) - 1) < 1e-12
+
+
+@pytest.mark.parametrize("robot", ["irb120", "panda", "talos"])
+def test_compiled_lm_takes_the_same_steps_as_the_mujoco_path(robot: str) -> None:
+    spec = robot_by_id(robot)
+    chain = Chain(spec)
+    targets = make_eval_set(chain, 21, 60).batch
+    compiled = SingleTargetLM(spec, chain.geometry, backend="numba")
+    reference = SingleTargetLM(spec, chain.geometry, backend="mujoco")
+    assert (compiled.backend, reference.backend) == ("numba", "mujoco")
+    rng = np.random.default_rng(2)
+    converged = 0
+    for i in range(60):
+        start = np.clip(targets.q[i].numpy() + rng.normal(0, 0.3, chain.dof), spec.lower, spec.upper)
+        a = compiled.refine(targets.pos[i].numpy(), targets.quat[i].numpy(), start)
+        b = reference.refine(targets.pos[i].numpy(), targets.quat[i].numpy(), start)
+        assert (a.iterations, a.evals) == (b.iterations, b.evals)
+        assert np.allclose(a.q, b.q, atol=1e-4) and abs(a.pos_err - b.pos_err) < 1e-6
+        assert np.all(a.q >= spec.lower) and np.all(a.q <= spec.upper)
+        converged += a.pos_err < 1e-6 and a.rot_err < 1e-6
+    assert converged >= 45  # from 0.3 rad away most targets converge exactly
+    reached = chain.fk(torch.from_numpy(a.q)[None])
+    assert float(np.linalg.norm(reached.pos[0].numpy() - targets.pos[59].numpy())) == pytest.approx(a.pos_err, abs=1e-9)
+
+
+def test_an_unknown_backend_is_refused() -> None:
+    with pytest.raises(HikError, match="backends are: auto, numba, mujoco"):
+        SingleTargetLM(robot_by_id("irb120"), backend="cuda")
