@@ -30,7 +30,7 @@ Solvers, built as :func:`hik_sim.evaluate.build_policy` builds them (shipped net
 in-limit joints, as a tracking controller passes its current ones), ``LMRefiner`` from the home
 configuration, all
 batched over every target in chunks of ``--chunk``; and the single-target path, one Python call per
-target through ``SingleTargetIK.solve_one`` (``lm``: no network, 9 restarts; ``hybrid controller``:
+target through ``SingleTargetIK.solve_one`` (``lm``: no network, 49 restarts; ``hybrid controller``:
 the hybrid's seed network, as the hybrid policy's controller) and ``dm_control``
 (``DmControlIK``, one target per call), on a subset: the first ``--single-target`` /
 ``--dm-control`` targets, split equally over the four kinds, since they run per target in Python.
@@ -279,7 +279,7 @@ def build_solvers(robot: RobotSpec) -> list[Solver]:
         solvers.append(Solver("hybrid, warm-started (HybridIK, q_init)", "batch", _warm(chain, hybrid.solver.solve)))
     solvers.append(Solver("multistart, warm-started (MultistartIK, q_init)", "batch", _warm(chain, multistart.solve)))
     solvers.append(Solver("LMRefiner (from home)", "batch", LMRefiner(chain).solve))
-    solvers.append(Solver("lm (SingleTargetIK.solve_one, 9 restarts)", "single", _single(build_policy("lm", robot).solver.solve_one),
+    solvers.append(Solver("lm (SingleTargetIK.solve_one, 49 restarts)", "single", _single(build_policy("lm", robot).solver.solve_one),
                           single=True))
     if shipped:
         controller = hybrid.controller.solver

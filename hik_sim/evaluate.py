@@ -194,8 +194,8 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
     if name == "multistart":  # from the current joints first while tracking (no jumps between IK branches)
         solver = MultistartIK(LMRefiner(chain), starts=10)
         return PolicySpec(name, solver, IKController(solver, lead_time=lead))
-    if name == "lm":  # the single-target LM: from the current joints (home, open loop), then up to 9 random restarts
-        solver = SingleTargetIK(chain, restarts=9)
+    if name == "lm":  # the single-target LM: from the current joints (home, open loop), then up to 49 random restarts
+        solver = SingleTargetIK(chain)
         return PolicySpec(name, solver, IKController(solver, lead_time=lead))
     if name == "dm_control":
         from hik_sim.scene import build_scene

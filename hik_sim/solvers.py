@@ -569,6 +569,14 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> None:
     into.success[chosen] = other.success[better]
 
 
+SINGLE_TARGET_RESTARTS = 49
+"""Restarts of :class:`SingleTargetIK` after its first seeds fail (the network's other answers count).
+With the compiled LM a restart costs tens of µs, and only failing targets take them: on 3,000
+IRB120 targets 9 restarts solved 99.0 % (5 mm & 2°) and 49 solved 99.97 %, at the same median
+latency (0.13 ms); Panda, G1 and TALOS (1,000 each): 97.8–98.9 % → 99.9–100 %. The worst case
+(every restart run to its iteration cap) is about 10 ms."""
+
+
 class SingleTargetIK:
     """The control-rate path: one target per call, on :class:`~hik_sim.single_target.SingleTargetLM`.
 
@@ -597,7 +605,8 @@ class SingleTargetIK:
     """
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
-                 max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = 9, seed: int = 0) -> None:
+                 max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = SINGLE_TARGET_RESTARTS,
+                 seed: int = 0) -> None:
         from hik_sim.single_target import SingleTargetLM
 
         if network is not None:

@@ -73,7 +73,7 @@ class IKController:
                 :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
                 least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped network alone, open loop;
                 ``regression`` is shipped for the IRB120 only), ``multistart`` (LM from the current joints, then random seeds,
-                10 in all), ``lm`` (LM from the current joints, then up to 9 random restarts,
+                10 in all), ``lm`` (LM from the current joints, then up to 49 random restarts,
                 single-target path), ``dm_control``. The first three need a network shipped for
                 the robot; for a robot without one, build ``IKController(SingleTargetIK(chain,
                 network))`` on your own trained network.
@@ -106,7 +106,7 @@ class IKController:
         elif kind == "multistart":
             solver = MultistartIK(LMRefiner(chain), starts=10)
         elif kind == "lm":
-            solver = SingleTargetIK(chain, restarts=9)
+            solver = SingleTargetIK(chain)
         else:
             from hik_sim.scene import build_scene
 
