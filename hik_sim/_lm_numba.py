@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from hik_sim._fast_numba import GEOMETRY_STRIDE
 
-__all__ = ["fk_jacobian", "lm_refine"]
+__all__ = ["fk_jacobian", "lm_refine", "lm_refine_batch"]
 
 
 @njit(cache=True, boundscheck=False)
@@ -139,6 +139,24 @@ def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damp
     Returns:
         (position error [m], rotation error [rad], iterations, FK-and-Jacobian evaluations).
     """
+    return _refine(G, lower, upper, np.ones(q.shape[0]), target_pos, target_quat, q, rotation_weight, damping, max_iterations,
+                   stop_position, stop_rotation, out_q)
+
+
+@njit(cache=True, boundscheck=False, parallel=True)
+def lm_refine_batch(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
+                    stop_position, stop_rotation, out_q, out_pos_err, out_rot_err, out_iterations, out_evals):
+    """:func:`lm_refine` for B targets (B, 3), (B, 4) from ``q`` (B, n), in parallel over the targets;
+    ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``."""
+    for b in prange(target_pos.shape[0]):
+        pos_err, rot_err, iterations, evals = _refine(G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight,
+                                                      damping, max_iterations, stop_position, stop_rotation, out_q[b])
+        out_pos_err[b], out_rot_err[b], out_iterations[b], out_evals[b] = pos_err, rot_err, iterations, evals
+
+
+@njit(cache=True, boundscheck=False)
+def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN202
+            stop_rotation, out_q):
     n = q.shape[0]
     for i in range(n):
         out_q[i] = min(max(q[i], lower[i]), upper[i])
@@ -157,7 +175,7 @@ def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damp
     while iterations < max_iterations and not (pos_err < stop_position and rot_err < stop_rotation):
         for k in range(6):
             for i in range(n):
-                weighted[k, i] = jac[k, i] * weights[k]
+                weighted[k, i] = jac[k, i] * weights[k] * free[i]  # a fixed joint's column is zero: it never moves
         for i in range(n):
             acc = 0.0
             for k in range(6):
@@ -174,7 +192,7 @@ def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damp
             system[i, i] += lam * (hessian[i, i] + 1e-9)
         step = np.linalg.solve(system, gradient)
         for i in range(n):
-            trial[i] = min(max(out_q[i] + step[i], lower[i]), upper[i])
+            trial[i] = min(max(out_q[i] + free[i] * step[i], lower[i]), upper[i])
         fk_jacobian(G, trial, trial_pos, trial_quat, trial_jac)
         evals += 1
         iterations += 1

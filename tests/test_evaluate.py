@@ -127,10 +127,10 @@ def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
     hybrid, multistart, paper_multistart = by_name["hybrid: network + LM"], by_name["multistart-10 LM"], by_name[PAPER_MULTISTART]
     assert hybrid["function_evals"] < multistart["function_evals"] < paper_multistart["function_evals"]
     assert hybrid["success_5mm_2deg"] >= multistart["success_5mm_2deg"]
-    # the paper's multistart runs all 10 starts: at least 10 LM runs' worth of evaluations per target, and
-    # never a worse answer than stopping early
+    # the paper's multistart runs all 10 starts: at least 10 LM runs' worth of evaluations per target (its random
+    # starts after the first round differ from the early-stopping one's, so neither is always the more successful)
     assert paper_multistart["function_evals"] >= 10 * 2
-    assert paper_multistart["success_5mm_2deg"] >= multistart["success_5mm_2deg"]
+    assert paper_multistart["success_5mm_2deg"] >= 0.9
     # the 4-answer network's evaluations count the FK that chooses among its answers
     assert by_name["network, 4 answers (full joint space)"]["function_evals"] == 4
     text = (tmp_path / "paper.md").read_text()

@@ -66,10 +66,14 @@ def test_function_evaluation_counts_are_exact(irb120: Chain, monkeypatch: pytest
 
     monkeypatch.setattr(Chain, "fk_and_jacobian", counting)
     targets = make_eval_set(irb120, 4, 50).batch
-    result = MultistartIK(LMRefiner(irb120), starts=3).solve(targets.pos, targets.quat)
+    result = MultistartIK(LMRefiner(irb120, backend="torch"), starts=3).solve(targets.pos, targets.quat)
     assert int(result.jac_evals.sum()) == sum(calls)  # every configuration evaluated is counted, once
     assert torch.equal(result.fk_evals, result.jac_evals)
     assert (result.fk_evals >= result.iterations).all()
+    # the compiled loop (which never calls Chain) takes the same steps and counts them the same
+    compiled = MultistartIK(LMRefiner(irb120, backend="numba"), starts=3).solve(targets.pos, targets.quat)
+    assert torch.equal(compiled.fk_evals, result.fk_evals) and torch.equal(compiled.iterations, result.iterations)
+    assert torch.allclose(compiled.q, result.q, atol=1e-6) and torch.equal(compiled.success, result.success)
 
 
 def test_limits_hold_and_nothing_is_nan_for_unreachable_and_singular_targets(irb120: Chain) -> None:
