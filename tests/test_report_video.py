@@ -86,6 +86,7 @@ def track() -> tuple[Recording, object]:
     return _track_recording("scripted")
 
 
+@pytest.mark.slow  # two policies, both environments, four videos and two side-by-side ones
 def test_a_tiny_evaluation_writes_a_report_page_that_names_only_its_files(tmp_path: Path) -> None:
     out = tmp_path / "run"
     argv = ["--robot", "irb120", "--policy", "lm", "multistart", "--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.2",
