@@ -156,7 +156,8 @@ class TrainConfig:
             object.__setattr__(self, "objective", DEFAULT_OBJECTIVES.get(self.model, "composite"))
         if self.objective not in OBJECTIVES:
             raise HikError(f"unknown objective {self.objective!r}; objectives are: auto, {', '.join(OBJECTIVES)}")
-        if self.objective != "composite" and int(dict(self.model_options).get("hypotheses", 1)) > 1:
+        hypotheses = dict(self.model_options).get("hypotheses", 1)
+        if self.objective != "composite" and isinstance(hypotheses, (int, float)) and hypotheses > 1:
             raise HikError(f"the {self.objective} objective trains one answer per pose; several hypotheses need "
                            "the composite objective")
         if self.lr is None:

@@ -87,7 +87,9 @@ def size_options(kind: str, outputs: int, options: dict[str, Any] | None = None)
     that records the size loads the same network even if HarmoAtt-IK's defaults change later.
     """
     options = dict(options or {})
-    answers = {"hypotheses": int(options["hypotheses"])} if int(options.get("hypotheses", 1)) != 1 else {}
+    hypotheses = options.get("hypotheses", 1)
+    # a bad value (hypotheses=nan) is left to the model's constructor, whose error says what is valid
+    answers = {"hypotheses": hypotheses} if isinstance(hypotheses, int) and not isinstance(hypotheses, bool) and hypotheses > 1 else {}
     if kind == "cycleik" and "width" not in options and "layers" not in options:
         options["width"] = matched_cycleik_width(outputs, str(options.get("profile", "panda")), **answers)
     elif kind == "regression" and "hidden" not in options:
