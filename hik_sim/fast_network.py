@@ -50,6 +50,7 @@ import numpy as np
 from scipy.special import erf, expit
 
 from hik_sim.errors import HikError
+from hik_sim.tolerances import rotation_angle
 
 MAX_TARGET_DISTANCE = 1e4
 """[m]: :data:`hik_sim.network.MAX_TARGET_DISTANCE` (importing it would import torch)."""
@@ -363,13 +364,11 @@ class FastIKNetwork:
             return out
         if self.kinematics is None:
             raise HikError("scoring answers needs forward kinematics; build the fast network with kinematics=")
-        quat_norm = math.sqrt(quat @ quat)
+        unit = quat / math.sqrt(quat @ quat)
         for k, q in enumerate(answers):
             reached = self.kinematics.fk(q)
             delta = reached.pos - pos
-            cos = abs(float(reached.quat @ quat)) / quat_norm  # reached.quat is unit
-            angle = 2.0 * math.acos(min(cos, 1.0))
-            out[k] = math.sqrt(delta @ delta) / CHOICE_TOLERANCE[0] + angle / CHOICE_TOLERANCE[1]
+            out[k] = math.sqrt(delta @ delta) / CHOICE_TOLERANCE[0] + rotation_angle(reached.quat, unit) / CHOICE_TOLERANCE[1]
         return out
 
     def solve_all(self, pos: Any, quat: Any) -> np.ndarray:

@@ -58,6 +58,7 @@ from torch import nn
 
 from hik_sim.errors import HikError
 from hik_sim.rotations import quaternion_multiply
+from hik_sim.tolerances import SUCCESS
 
 __all__ = ["LossConfig", "LossTerms", "CompositeLoss", "adaptive_smooth_l1", "geodesic_angle", "fusion_entropy",
            "CycleIKLoss", "RegressionLoss", "cycleik_position_loss", "cycleik_orientation_loss"]
@@ -82,8 +83,8 @@ class LossConfig:
             for networks with several hypotheses), in [0, 1].
     """
 
-    position_tolerance: float = 0.005
-    rotation_tolerance: float = math.radians(2.0)
+    position_tolerance: float = SUCCESS.position
+    rotation_tolerance: float = SUCCESS.rotation
     adaptive_beta: bool = True
     sign_invariant: bool = True
     entropy_weight: float = 0.01

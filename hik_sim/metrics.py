@@ -5,16 +5,16 @@ Success at (5 mm, 2°) is the hybrid-IK paper's criterion; (10 mm, 20°) is Cycl
 
 from __future__ import annotations
 
-import math
-
 import torch
+
+from hik_sim.tolerances import LOOSE, SUCCESS
 
 __all__ = ["SUCCESS_THRESHOLDS", "accuracy_metrics"]
 
-# (name, position tolerance [m], rotation tolerance [rad])
+# (name, position tolerance [m], rotation tolerance [rad]): hik_sim.tolerances' SUCCESS and LOOSE
 SUCCESS_THRESHOLDS: tuple[tuple[str, float, float], ...] = (
-    ("success_5mm_2deg", 0.005, math.radians(2.0)),
-    ("success_10mm_20deg", 0.010, math.radians(20.0)),
+    ("success_5mm_2deg", SUCCESS.position, SUCCESS.rotation),
+    ("success_10mm_20deg", LOOSE.position, LOOSE.rotation),
 )
 
 

@@ -23,10 +23,11 @@ from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.losses import geodesic_angle
 from hik_sim.models import IKOutput, build_model
+from hik_sim.tolerances import SUCCESS
 
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "as_targets"]
 
-CHOICE_TOLERANCE: tuple[float, float] = (0.005, math.radians(2.0))
+CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
 
 MAX_TARGET_DISTANCE = 1e4

@@ -43,6 +43,7 @@ from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics import Chain, Pose
 from hik_sim.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
+from hik_sim.tolerances import REPORT_TOLERANCES, Tolerance
 
 __all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
            "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES"]
@@ -99,34 +100,6 @@ def check_network_fits(network: IKNetwork, chain: Chain) -> None:
     if problems:
         raise SolverError(f"the network does not fit the chain of robot {robot.name!r}: {'; '.join(problems)}; "
                           "pair a network with the robot it was trained for")
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """A success criterion: both errors strictly below their thresholds.
-
-    Attributes:
-        position: [m] (default 5 mm, the hybrid-IK paper's).
-        rotation: [rad] (default 2°).
-    """
-
-    position: float = 0.005
-    rotation: float = math.radians(2.0)
-
-    def __post_init__(self) -> None:
-        if not (self.position > 0 and self.rotation > 0):
-            raise HikError(f"tolerances must be positive, got {self.position} m and {self.rotation} rad")
-
-    def met(self, pos_err: torch.Tensor, rot_err: torch.Tensor) -> torch.Tensor:
-        """(B,) bool: which targets are within this tolerance."""
-        return (pos_err < self.position) & (rot_err < self.rotation)
-
-
-REPORT_TOLERANCES: dict[str, Tolerance] = {
-    "5mm_2deg": Tolerance(0.005, math.radians(2.0)),
-    "1mm_1deg": Tolerance(0.001, math.radians(1.0)),
-    "0.1mm_0.1deg": Tolerance(0.0001, math.radians(0.1)),
-}
 
 
 @dataclass

@@ -54,3 +54,31 @@ def test_headline_takes_the_largest_reduction_over_robots_against_the_named_base
     assert harmoatt_headline(rows, "mlp")["max_pos_reduction_pct_robot"] == "b"
     with pytest.raises(HikError, match="no row compares"):
         harmoatt_headline(rows, "regression")
+
+
+def test_success_is_defined_once_and_the_single_pose_rotation_error_is_the_batched_one() -> None:
+    import math
+
+    import numpy as np
+    import torch
+
+    from hik_sim.metrics import SUCCESS_THRESHOLDS
+    from hik_sim.network import CHOICE_TOLERANCE
+    from hik_sim.rotations import rotation_error
+    from hik_sim.solvers import REPORT_TOLERANCES, Tolerance
+    from hik_sim.tolerances import LOOSE, SUCCESS, rotation_angle
+
+    assert Tolerance() == SUCCESS == REPORT_TOLERANCES["5mm_2deg"] and CHOICE_TOLERANCE == (SUCCESS.position, SUCCESS.rotation)
+    assert dict((name, (p, r)) for name, p, r in SUCCESS_THRESHOLDS) == {
+        "success_5mm_2deg": (0.005, math.radians(2)), "success_10mm_20deg": (LOOSE.position, LOOSE.rotation)}
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(200, 4))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b = rng.normal(size=(200, 4))
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    batched = rotation_error(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    assert np.allclose([rotation_angle(x, y) for x, y in zip(a, b)], batched, atol=1e-12)
+    assert rotation_angle(a[0], -a[0]) < 1e-15 and rotation_angle(a[0], b[0]) == rotation_angle(-a[0], b[0])  # sign-invariant
+    # near zero it keeps its digits, where 2·acos(|<q, q'>|) reads a 1e-8 rad rotation as 0 or ~2e-8
+    tiny = np.array([math.cos(0.5e-8), math.sin(0.5e-8), 0.0, 0.0])
+    assert rotation_angle(np.array([1.0, 0, 0, 0]), tiny) == pytest.approx(1e-8, rel=1e-6)

@@ -21,6 +21,7 @@ from hik_sim.errors import HikError, SceneError
 from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
 from hik_sim.scene import Scene, build_scene, ensure_headless_gl
 from hik_sim.single_target import SingleTargetKinematics
+from hik_sim.tolerances import SUCCESS, rotation_angle
 
 __all__ = ["RobotGoalEnv", "resolve_robot", "cached_scene"]
 
@@ -85,8 +86,8 @@ class RobotGoalEnv(gym.Env):
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
 
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
-                 ee: str | None = None, frame_skip: int = 10, position_tolerance: float = 0.005,
-                 rotation_tolerance: float = math.radians(2.0), rotation_weight: float = 0.1,
+                 ee: str | None = None, frame_skip: int = 10, position_tolerance: float = SUCCESS.position,
+                 rotation_tolerance: float = SUCCESS.rotation, rotation_weight: float = 0.1,
                  render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace",
                  **unknown: Any) -> None:
         if unknown:  # else gymnasium.make answers a TypeError from deep inside the constructor
@@ -179,7 +180,7 @@ class RobotGoalEnv(gym.Env):
     def _info(self, observation: dict[str, np.ndarray]) -> dict[str, Any]:
         """Errors, success and reward terms of an observation (its end-effector pose against the goal)."""
         pos_err = float(np.linalg.norm(observation["ee_pos"] - self.goal_pos))
-        rot_err = 2.0 * math.acos(min(abs(float(np.dot(observation["ee_quat"], self.goal_quat))), 1.0))
+        rot_err = rotation_angle(observation["ee_quat"], self.goal_quat)
         success = pos_err < self.position_tolerance and rot_err < self.rotation_tolerance
         return {"pos_err": pos_err, "rot_err": rot_err, "success": success, "is_success": success,
                 "reward_pos": -pos_err, "reward_rot": -self.rotation_weight * rot_err}

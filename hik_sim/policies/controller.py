@@ -13,7 +13,6 @@ environments: a leading batch axis) give batched actions; the policy keeps one s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+from hik_sim.tolerances import rotation_angle
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
@@ -140,7 +140,7 @@ class IKController:
         self.last_result[index] = result
         answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
         current_error = (float(np.linalg.norm(np.asarray(observation["ee_pos"]) - goal))
-                         + self.rotation_weight * 2 * math.acos(min(1.0, abs(float(np.dot(observation["ee_quat"], goal_quat))))))
+                         + self.rotation_weight * rotation_angle(observation["ee_quat"], goal_quat))
         if not bool(result.success[0]):
             self.failures += 1
         if bool(result.success[0]) or answer_error < current_error:
