@@ -42,7 +42,16 @@ class TrainingError(HikError):
 
 
 class SolverError(HikError):
-    """A solver asked to do something it cannot: e.g. a network paired with another robot's chain."""
+    """A solver or controller asked to do something it cannot: bad targets or starting joints, a
+    network paired with another robot's chain, an unknown controller kind."""
+
+
+class ModelError(HikError):
+    """An IK network that cannot be built or run as asked: unknown kind or options, bad input poses."""
+
+
+class EnvError(HikError):
+    """A Gymnasium environment used outside its contract: bad actions, arguments or trajectories."""
 
 
 class OutputError(HikError):

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple, Sequence
 import numpy as np
 from scipy.special import erf, expit
 
-from hik_sim.errors import HikError
+from hik_sim.errors import HikError, ModelError
 from hik_sim.tolerances import rotation_angle
 
 MAX_TARGET_DISTANCE = 1e4
@@ -86,7 +86,7 @@ def _gelu_kind(module: Any) -> str:
     """``erf`` or ``tanh``: which GELU a ``torch.nn.GELU`` computes."""
     approximate = getattr(module, "approximate", "none")
     if approximate not in ("none", "tanh"):
-        raise HikError(f"no fast path for GELU(approximate={approximate!r}); supported: 'none', 'tanh'")
+        raise ModelError(f"no fast path for GELU(approximate={approximate!r}); supported: 'none', 'tanh'")
     return "erf" if approximate == "none" else "tanh"
 
 
@@ -94,7 +94,7 @@ def _check_gelus(modules: Sequence[Any]) -> str:
     """The one GELU kind used by all of ``modules`` (the fast path folds one formula's constants)."""
     kinds = {_gelu_kind(m) for m in modules}
     if len(kinds) != 1:
-        raise HikError("no fast path for a network that mixes exact and tanh GELUs")
+        raise ModelError("no fast path for a network that mixes exact and tanh GELUs")
     return kinds.pop()
 
 
@@ -160,7 +160,7 @@ class FastIKNetwork:
         self.kinematics = kinematics
         self._geometry = geometry  # flat chain geometry for the compiled scores, or None
         if hypotheses > 1 and kinematics is None and geometry is None:
-            raise HikError(f"a network with {hypotheses} hypotheses needs forward kinematics to rank its answers")
+            raise ModelError(f"a network with {hypotheses} hypotheses needs forward kinematics to rank its answers")
         self._free_index = np.asarray(free_index, dtype=np.intp)
         self._all_free = len(self._free_index) == self.dof
         self._template = np.asarray(fixed_values, dtype=np.float64)  # (n,): fixed values, free joints 0
@@ -195,20 +195,20 @@ class FastIKNetwork:
         from hik_sim.models import CycleIKGenerator, HarmoAttIK, MLPIK
 
         if backend not in BACKENDS:
-            raise HikError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
+            raise ModelError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
         if backend == "numba" and not numba_available():
-            raise HikError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
+            raise ModelError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
         if backend == "auto":
             backend = "numba" if numba_available() else "numpy"
         selection = network.selection
         if kinematics is not None and tuple(kinematics.robot.joint_names) != tuple(selection.joint_names):
-            raise HikError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
+            raise ModelError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
                            f"the network's are {list(selection.joint_names)}")
         hypotheses = int(network.hypotheses)
         geometry = None
         if hypotheses > 1:
             if kinematics is None and network.chain is None:
-                raise HikError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
+                raise ModelError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
             if backend == "numba" and kinematics is None:
                 geometry = _flat_geometry(network.chain.geometry)
             elif kinematics is None:
@@ -226,7 +226,7 @@ class FastIKNetwork:
         elif isinstance(model, HarmoAttIK):
             parts = _numba_harmoatt(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_harmoatt_forward(model))
         else:
-            raise HikError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
+            raise ModelError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
         template = np.zeros(len(selection.joint_names))
         for i, name in enumerate(selection.joint_names):
             if name in selection.fixed:
@@ -240,7 +240,7 @@ class FastIKNetwork:
         pos = np.ascontiguousarray(pos, dtype=np.float64)
         quat = np.ascontiguousarray(quat, dtype=np.float64)
         if pos.shape != (3,) or quat.shape != (4,):
-            raise HikError(f"a target pose must be a (3,) position and a (4,) quaternion, got shapes {pos.shape} and {quat.shape}")
+            raise ModelError(f"a target pose must be a (3,) position and a (4,) quaternion, got shapes {pos.shape} and {quat.shape}")
         return pos, quat
 
     @staticmethod
@@ -295,7 +295,7 @@ class FastIKNetwork:
         """
         x = np.array(x, dtype=np.float64)
         if x.shape != (7,) or not np.isfinite(x).all():
-            raise HikError(f"a normalised input must be a finite (7,) vector, got shape {x.shape}")
+            raise ModelError(f"a normalised input must be a finite (7,) vector, got shape {x.shape}")
         return self._forward(x)
 
     def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -363,7 +363,7 @@ class FastIKNetwork:
             _fast_numba.scores(self._geometry, answers, pos, quat, CHOICE_TOLERANCE[0], CHOICE_TOLERANCE[1], out)
             return out
         if self.kinematics is None:
-            raise HikError("scoring answers needs forward kinematics; build the fast network with kinematics=")
+            raise ModelError("scoring answers needs forward kinematics; build the fast network with kinematics=")
         unit = quat / math.sqrt(quat @ quat)
         for k, q in enumerate(answers):
             reached = self.kinematics.fk(q)
@@ -485,7 +485,7 @@ def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     linears = [m for m in modules if isinstance(m, nn.Linear)]
     gelus = [m for m in modules if isinstance(m, nn.GELU)]
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules):
-        raise HikError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
+        raise ModelError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
     pre, post, gelu = _gelu_ops(_check_gelus(gelus)) if gelus else (1.0, 1.0, None)
     layers = []
     scale_in = 1.0
@@ -585,7 +585,7 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
         def block_norm(x: np.ndarray) -> np.ndarray:
             return x
     else:
-        raise HikError(f"no fast path for a fusion block normalised by {type(block.norm).__name__}; supported: LayerNorm, Identity")
+        raise ModelError(f"no fast path for a fusion block normalised by {type(block.norm).__name__}; supported: LayerNorm, Identity")
     attention = bool(getattr(block, "attention", True))
     feed_forward = _feed_forward(block.feed_forward, C, L, pre, post, gelu)
 
@@ -599,7 +599,7 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     cg1, cg2 = block.channel_gate[0], block.channel_gate[2]
     wn1, wn2 = block.weight_net[0], block.weight_net[2]
     if not (isinstance(cg1, nn.Linear) and isinstance(wn1, nn.Linear)):
-        raise HikError("no fast path for this HarmoAtt-IK block: unexpected gate layers")
+        raise ModelError("no fast path for this HarmoAtt-IK block: unexpected gate layers")
     r = cg1.out_features
     mean_over_l = np.tile(np.eye(C), (1, L)) / L  # (C, LC): mean over positions of a flat (L, C) map
     mean_over_c = np.kron(np.eye(L), np.ones((1, C))) / C  # (L, LC): mean over channels
@@ -675,7 +675,7 @@ def _feed_forward(module: Any, channels: int, positions: int, pre: float, post: 
     if hasattr(module, "mix"):  # dense: (LayerNorm,) L·C → F → L·C
         layers = list(module.mix)
         if len(layers) != 3 or not isinstance(layers[0], nn.Linear) or not isinstance(layers[2], nn.Linear):
-            raise HikError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear")
+            raise ModelError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear")
         norm = getattr(module, "norm", None)  # hik_sim 0.2's first dense trunk had one
         w1, b1 = _linear(layers[0], pre)
         eps = None
@@ -684,7 +684,7 @@ def _feed_forward(module: Any, channels: int, positions: int, pre: float, post: 
             b1 = b1 + w1 @ norm_b  # the LayerNorm's affine folded into the first layer
             w1 = w1 * norm_w[None, :]
         elif norm is not None and not isinstance(norm, nn.Identity):
-            raise HikError(f"no fast path for a dense feed-forward layer normalised by {type(norm).__name__}")
+            raise ModelError(f"no fast path for a dense feed-forward layer normalised by {type(norm).__name__}")
         w2, b2 = _linear(layers[2], post_of_input=post)
         w1, b1, w2, b2 = _f64(w1, b1, w2, b2)
 
@@ -700,7 +700,7 @@ def _feed_forward(module: Any, channels: int, positions: int, pre: float, post: 
     layers = list(module)
     if (len(layers) != 4 or not isinstance(layers[0], nn.LayerNorm) or not isinstance(layers[1], nn.Linear)
             or not isinstance(layers[3], nn.Linear)):
-        raise HikError("no fast path for this feed-forward layer: expected LayerNorm–Linear–GELU–Linear (map trunk) "
+        raise ModelError("no fast path for this feed-forward layer: expected LayerNorm–Linear–GELU–Linear (map trunk) "
                        "or a dense layer (norm, mix)")
     norm_w, norm_b, eps = _layer_norm(layers[0])
     w1, b1 = _linear(layers[1], pre)
@@ -766,7 +766,7 @@ def _trunk_head(model: Any, width: int, pre: float, post: float,
             return head(gelu(h))
 
         return mlp
-    raise HikError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
+    raise ModelError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
                    "Linear–GELU–Linear–GELU (map trunk), GELU or LayerNorm–GELU (dense trunk)")
 
 
@@ -815,7 +815,7 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
     gelus = [m for m in modules if isinstance(m, nn.GELU)]
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules) or any(
             not isinstance(a, nn.Linear) or not isinstance(b, nn.GELU) for a, b in zip(modules[::2], modules[1::2])):
-        raise HikError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
+        raise ModelError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
     tanh_form = bool(gelus) and _check_gelus(gelus) == "tanh"
     head = model.head
     pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
@@ -873,13 +873,13 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         trunk_slots = [pack.add(trunk[0].weight), pack.add(trunk[0].bias), pack.add(trunk[2].weight), pack.add(trunk[2].bias)]
         trunk_eps = 0.0
     else:
-        raise HikError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
+        raise ModelError(f"no fast path for the trunk head {[k.__name__ for k in kinds]}; supported: "
                        "Linear–GELU–Linear–GELU (map trunk), GELU or LayerNorm–GELU (dense trunk)")
     blocks = list(model.blocks)
     first_ff = blocks[0].feed_forward
     dense_ff = hasattr(first_ff, "mix")
     if dense_ff != dense_head:
-        raise HikError("no fast path for a HarmoAtt-IK network that mixes the dense and map trunks")
+        raise ModelError("no fast path for a HarmoAtt-IK network that mixes the dense and map trunks")
     ff_hidden = list(first_ff.mix)[0].out_features if dense_ff else list(first_ff)[1].out_features
     r = blocks[0].channel_gate[0].out_features
     slots = [int(tanh_form), len(blocks), C, L, int(model.pos_positions), pos_embed[0].out_features, ori_embed[0].out_features,
@@ -894,11 +894,11 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         if norm is None or isinstance(norm, nn.Identity):
             return [_NO_NORM, -1]
         if not isinstance(norm, nn.LayerNorm):
-            raise HikError(f"no fast path for a norm {type(norm).__name__}; supported: LayerNorm, Identity")
+            raise ModelError(f"no fast path for a norm {type(norm).__name__}; supported: LayerNorm, Identity")
         if not norm.elementwise_affine:
             return [-1, -1]
         if norm.bias is None:
-            raise HikError("no fast path for a LayerNorm with a weight and no bias")
+            raise ModelError("no fast path for a LayerNorm with a weight and no bias")
         return [pack.add(norm.weight), pack.add(norm.bias)]
 
     for block in blocks:
@@ -906,16 +906,16 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         if dense_ff:
             if not (hasattr(ff, "mix") and len(ff.mix) == 3 and isinstance(ff.mix[0], nn.Linear)
                     and isinstance(ff.mix[2], nn.Linear) and ff.mix[0].out_features == ff_hidden):
-                raise HikError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear of one width")
+                raise ModelError("no fast path for this dense feed-forward layer: expected Linear–GELU–Linear of one width")
             ff_norm, ff1, ff2 = getattr(ff, "norm", None), ff.mix[0], ff.mix[2]
         else:
             layers = list(ff)
             if (len(layers) != 4 or not isinstance(layers[0], nn.LayerNorm) or not isinstance(layers[1], nn.Linear)
                     or not isinstance(layers[3], nn.Linear) or layers[1].out_features != ff_hidden):
-                raise HikError("no fast path for this feed-forward layer: expected LayerNorm–Linear–GELU–Linear (map trunk)")
+                raise ModelError("no fast path for this feed-forward layer: expected LayerNorm–Linear–GELU–Linear (map trunk)")
             ff_norm, ff1, ff2 = layers[0], layers[1], layers[3]
         if block.channel_gate[0].out_features != r:
-            raise HikError("no fast path for HarmoAtt-IK blocks of different channel-gate widths")
+            raise ModelError("no fast path for HarmoAtt-IK blocks of different channel-gate widths")
         slots += [int(bool(getattr(block, "attention", True))), *affine(block.norm),
                   pack.add(block.channel_gate[0].weight), pack.add(block.channel_gate[0].bias),
                   pack.add(block.channel_gate[2].weight), pack.add(block.channel_gate[2].bias),

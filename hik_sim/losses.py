@@ -56,7 +56,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import TrainingError
 from hik_sim.rotations import quaternion_multiply
 from hik_sim.tolerances import SUCCESS
 
@@ -98,15 +98,15 @@ class LossConfig:
     def __post_init__(self) -> None:
         for name in ("position_tolerance", "rotation_tolerance", "beta_kappa", "beta_min"):
             if not getattr(self, name) > 0:
-                raise HikError(f"loss {name} must be positive, got {getattr(self, name)}")
+                raise TrainingError(f"loss {name} must be positive, got {getattr(self, name)}")
         if not self.beta_min < self.beta_max:
-            raise HikError(f"loss beta_min must be below beta_max, got {self.beta_min}, {self.beta_max}")
+            raise TrainingError(f"loss beta_min must be below beta_max, got {self.beta_min}, {self.beta_max}")
         if not 0 <= self.beta_momentum < 1:
-            raise HikError(f"loss beta_momentum must be in [0, 1), got {self.beta_momentum}")
+            raise TrainingError(f"loss beta_momentum must be in [0, 1), got {self.beta_momentum}")
         if not 0 <= self.hypothesis_mix <= 1:
-            raise HikError(f"loss hypothesis_mix must be in [0, 1], got {self.hypothesis_mix}")
+            raise TrainingError(f"loss hypothesis_mix must be in [0, 1], got {self.hypothesis_mix}")
         if not self.rotation_weight >= 0 or not math.isfinite(self.entropy_weight):
-            raise HikError("loss rotation_weight must be >= 0 and entropy_weight finite")
+            raise TrainingError("loss rotation_weight must be >= 0 and entropy_weight finite")
 
 
 class LossTerms(NamedTuple):
@@ -270,7 +270,7 @@ class CycleIKLoss(nn.Module):
                  orientation_beta: float = 0.01) -> None:
         super().__init__()
         if not (position_weight >= 0 and orientation_weight >= 0 and position_beta > 0 and orientation_beta > 0):
-            raise HikError("CycleIK loss weights must be >= 0 and its betas positive, got "
+            raise TrainingError("CycleIK loss weights must be >= 0 and its betas positive, got "
                            f"{position_weight}, {orientation_weight}, {position_beta}, {orientation_beta}")
         self.position_weight, self.orientation_weight = float(position_weight), float(orientation_weight)
         self.position_beta, self.orientation_beta = float(position_beta), float(orientation_beta)

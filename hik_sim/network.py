@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from hik_sim.data import JointSelection, PoseNormalizer
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 from hik_sim.kinematics import Chain
 from hik_sim.losses import geodesic_angle
 from hik_sim.models import IKOutput, build_model
@@ -43,9 +43,9 @@ def _as_real_tensor(value: Any, name: str) -> torch.Tensor:
         try:
             tensor = torch.as_tensor(np.asarray(value))  # through numpy: a list of Python floats stays float64
         except (TypeError, ValueError, RuntimeError):
-            raise HikError(f"{name} must be an array of real numbers, got {type(value).__name__} {reprlib.repr(value)}") from None
+            raise ModelError(f"{name} must be an array of real numbers, got {type(value).__name__} {reprlib.repr(value)}") from None
     if tensor.dtype == torch.bool or tensor.is_complex():
-        raise HikError(f"{name} must be real numbers (a float or integer array), got dtype {tensor.dtype}")
+        raise ModelError(f"{name} must be real numbers (a float or integer array), got dtype {tensor.dtype}")
     return tensor.to(device="cpu", dtype=torch.float64)
 
 
@@ -65,25 +65,25 @@ def as_targets(target_pos: Any, target_quat: Any) -> tuple[torch.Tensor, torch.T
     """
     pos, quat = _as_real_tensor(target_pos, "target positions"), _as_real_tensor(target_quat, "target quaternions")
     if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
-        raise HikError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
+        raise ModelError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
     if pos.shape[0] == 0:
         return pos, quat
     norm = quat.norm(dim=1, keepdim=True)
     if float(pos.abs().amax()) <= MAX_TARGET_DISTANCE and bool(((norm > 1e-9) & (norm < math.inf)).all()):
         return pos, quat / norm  # the common case in two checks (NaN fails both); the rest says what is wrong
     if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
-        raise HikError("targets must be finite: got NaN or inf")
+        raise ModelError("targets must be finite: got NaN or inf")
     far = pos.abs().amax(dim=1) > MAX_TARGET_DISTANCE
     if bool(far.any()):
         rows = torch.nonzero(far).flatten()
-        raise HikError(f"target positions must lie within {MAX_TARGET_DISTANCE:g} m of the chain's base along each axis; rows "
+        raise ModelError(f"target positions must lie within {MAX_TARGET_DISTANCE:g} m of the chain's base along each axis; rows "
                        f"{rows.tolist()[:10]} reach {float(pos[rows].abs().max()):.3g} m (a unit or frame mistake?)")
     scale = quat.abs().amax(dim=1, keepdim=True)  # normalise in two steps: |q|² of a 1e300 quaternion overflows to inf
     unit = quat / scale.clamp_min(1e-300)
     length = unit.norm(dim=1, keepdim=True)
     zero = (scale * length)[:, 0] < 1e-9
     if bool(zero.any()):
-        raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+        raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
                        "give unit quaternions (w, x, y, z)")
     return pos, unit / length
 
@@ -116,7 +116,7 @@ class IKNetwork(nn.Module):
         self.normalizer = normalizer
         self.hypotheses = int(self.model_options.get("hypotheses", 1))
         if self.hypotheses > 1 and chain is None:
-            raise HikError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
+            raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
         self.chain = chain
 
     def forward(self, pos: torch.Tensor, quat: torch.Tensor, choose: bool = True) -> IKOutput:
@@ -127,12 +127,12 @@ class IKNetwork(nn.Module):
         is then the first candidate), for training, whose loss computes the FK of every candidate.
         """
         if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
-            raise HikError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
+            raise ModelError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
         if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
-            raise HikError("target poses must be finite; got NaN or inf")
+            raise ModelError("target poses must be finite; got NaN or inf")
         zero = quat.norm(dim=-1) < 1e-9
         if bool(zero.any()):
-            raise HikError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+            raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
                            "give unit quaternions (w, x, y, z)")
         out = self.model(self.normalizer(pos, quat))
         if out.candidates is None:
@@ -205,6 +205,6 @@ class IKNetwork(nn.Module):
         answers = torch.maximum(torch.minimum(answers, upper), lower)
         bad = ~torch.isfinite(answers).all(dim=2).all(dim=1)
         if bool(bad.any()):  # never hand back NaN joints, whatever the weights do
-            raise HikError(f"the network answered NaN or inf for targets {torch.nonzero(bad).flatten().tolist()[:10]}; "
+            raise ModelError(f"the network answered NaN or inf for targets {torch.nonzero(bad).flatten().tolist()[:10]}; "
                            "its weights are not finite or these targets overflow it")
         return answers

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hik_sim.errors import HikError
+from hik_sim.errors import SolverError
 from hik_sim.geometry import ChainGeometry
 from hik_sim.robots import RobotSpec
 
@@ -75,9 +75,9 @@ class SingleTargetKinematics:
     def _set(self, q: np.ndarray) -> None:
         q = np.asarray(q, dtype=float)
         if q.shape != (self.dof,):
-            raise HikError(f"joint values must have shape ({self.dof},) for {self.robot.name!r}, got {q.shape}")
+            raise SolverError(f"joint values must have shape ({self.dof},) for {self.robot.name!r}, got {q.shape}")
         if not np.isfinite(q).all():
-            raise HikError(f"joint values must be finite, got {q}")
+            raise SolverError(f"joint values must be finite, got {q}")
         self.data.qpos[:] = q
         self._mujoco.mj_kinematics(self.model, self.data)
 
@@ -149,9 +149,9 @@ class SingleTargetLM:
         from hik_sim.fast_network import _flat_geometry, numba_available
 
         if backend not in ("auto", "numba", "mujoco"):
-            raise HikError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
+            raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
         if backend == "numba" and not numba_available():
-            raise HikError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
+            raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
         self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "mujoco"
         geometry = geometry or ChainGeometry.from_robot(robot)
         self._geometry = _flat_geometry(geometry) if self.backend == "numba" else None

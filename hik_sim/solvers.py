@@ -155,7 +155,7 @@ def _check_q_init(q_init: torch.Tensor, batch: int, dof: int) -> torch.Tensor:
     """
     q_init = _as_real_tensor(q_init, "q_init")
     if q_init.shape != (batch, dof) or not bool(torch.isfinite(q_init).all()):
-        raise HikError(f"q_init must be finite with shape ({batch}, {dof}), got {tuple(q_init.shape)}")
+        raise SolverError(f"q_init must be finite with shape ({batch}, {dof}), got {tuple(q_init.shape)}")
     return q_init
 
 
@@ -210,7 +210,7 @@ class NeuralIK:
     def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0) -> None:
         check_network_fits(network, chain)
         if corrections < 0:
-            raise HikError(f"corrections must be >= 0, got {corrections}")
+            raise SolverError(f"corrections must be >= 0, got {corrections}")
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
         self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
         self._single_fk: Any = None
@@ -351,11 +351,11 @@ class LMRefiner:
         from hik_sim.fast_network import numba_available
 
         if max_iterations < 1 or not rotation_weight > 0 or not damping > 0:
-            raise HikError("max_iterations must be >= 1 and rotation_weight, damping positive")
+            raise SolverError("max_iterations must be >= 1 and rotation_weight, damping positive")
         if backend not in ("auto", "numba", "torch"):
-            raise HikError(f"unknown LM backend {backend!r}; backends are: auto, numba, torch")
+            raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, torch")
         if backend == "numba" and not numba_available():
-            raise HikError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='torch')")
+            raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='torch')")
         self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "torch"
         self._geometry: np.ndarray | None = None
         self.chain = chain
@@ -466,7 +466,7 @@ class MultistartIK:
 
     def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0, stop_early: bool = True) -> None:
         if starts < 1:
-            raise HikError(f"starts must be at least 1, got {starts}")
+            raise SolverError(f"starts must be at least 1, got {starts}")
         self.refiner, self.starts, self.seed, self.stop_early = refiner, starts, seed, stop_early
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
@@ -540,9 +540,9 @@ class HybridIK:
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = 9, seed: int = 0) -> None:
         check_network_fits(network, refiner.chain)
         if restarts < 0:
-            raise HikError(f"restarts must be >= 0, got {restarts}")
+            raise SolverError(f"restarts must be >= 0, got {restarts}")
         if dict(network.selection.fixed) != dict(refiner.selection.fixed):
-            raise HikError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
+            raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
         self.network, self.refiner, self.restarts, self.seed = network, refiner, restarts, seed
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
@@ -623,7 +623,7 @@ class SingleTargetIK:
         if network is not None:
             check_network_fits(network, chain)
             if network.selection.fixed:
-                raise HikError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
+                raise SolverError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
         self.chain, self.network, self.tolerance, self.restarts = chain, network, tolerance or Tolerance(), restarts
         self.lm = SingleTargetLM(chain.robot, chain.geometry, max_iterations=max_iterations, rotation_weight=rotation_weight)
         self.fast_network = None
@@ -673,7 +673,7 @@ class SingleTargetIK:
         if q_init is not None:
             q_init = _as_real_tensor(q_init, "q_init").numpy()
             if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
-                raise HikError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
+                raise SolverError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
             seeds.append(lambda: q_init)
         restarts = self.restarts
         if self.network is not None:  # its answers, best first; the alternatives count as restarts

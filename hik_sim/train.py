@@ -151,35 +151,35 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
-            raise HikError(f"unknown model {self.model!r}; models are: {', '.join(MODEL_KINDS)}")
+            raise TrainingError(f"unknown model {self.model!r}; models are: {', '.join(MODEL_KINDS)}")
         if self.objective == "auto":
             object.__setattr__(self, "objective", DEFAULT_OBJECTIVES.get(self.model, "composite"))
         if self.objective not in OBJECTIVES:
-            raise HikError(f"unknown objective {self.objective!r}; objectives are: auto, {', '.join(OBJECTIVES)}")
+            raise TrainingError(f"unknown objective {self.objective!r}; objectives are: auto, {', '.join(OBJECTIVES)}")
         hypotheses = dict(self.model_options).get("hypotheses", 1)
         if self.objective != "composite" and isinstance(hypotheses, (int, float)) and hypotheses > 1:
-            raise HikError(f"the {self.objective} objective trains one answer per pose; several hypotheses need "
+            raise TrainingError(f"the {self.objective} objective trains one answer per pose; several hypotheses need "
                            "the composite objective")
         if self.lr is None:
             lr = cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR
             object.__setattr__(self, "lr", float(lr))
         if self.steps < 1:
-            raise HikError(f"steps must be at least 1, got {self.steps}")
+            raise TrainingError(f"steps must be at least 1, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
-            raise HikError(f"minutes must be positive, got {self.minutes}")
+            raise TrainingError(f"minutes must be positive, got {self.minutes}")
         if self.batch < 1 or self.eval_size < 1 or self.eval_every < 1 or self.normalizer_samples < 100:
-            raise HikError("batch, eval_size and eval_every must be at least 1 and normalizer_samples at least 100")
+            raise TrainingError("batch, eval_size and eval_every must be at least 1 and normalizer_samples at least 100")
         if not (0 < self.lr < math.inf and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0
                 and 0 < self.grad_clip < math.inf):
-            raise HikError(f"lr and grad_clip must be positive and finite, final_lr_fraction in (0, 1], warmup_steps >= 0; "
+            raise TrainingError(f"lr and grad_clip must be positive and finite, final_lr_fraction in (0, 1], warmup_steps >= 0; "
                            f"got lr={self.lr}, grad_clip={self.grad_clip}, final_lr_fraction={self.final_lr_fraction}, "
                            f"warmup_steps={self.warmup_steps}")
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise HikError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+            raise TrainingError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.model == "harmoatt" and "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
             object.__setattr__(self, "model_options", (("trunk", "dense"), *self.model_options))
         if not self.checkpoint_minutes > 0:
-            raise HikError(f"checkpoint_minutes must be positive, got {self.checkpoint_minutes}")
+            raise TrainingError(f"checkpoint_minutes must be positive, got {self.checkpoint_minutes}")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (recorded in the checkpoint's card)."""
@@ -199,7 +199,7 @@ def cycleik_settings(config: TrainConfig) -> dict[str, Any]:
     """CycleIK's published config (loss weights, learning rate) for a run: its model's ``profile`` (default Panda)."""
     profile = str(dict(config.model_options).get("profile", "panda")) if config.model == "cycleik" else "panda"
     if profile not in CYCLEIK_PROFILES:
-        raise HikError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
+        raise TrainingError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
     return CYCLEIK_PROFILES[profile]
 
 
@@ -257,7 +257,7 @@ def _device(name: str, local_rank: int) -> torch.device:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise HikError("device cuda asked for, but torch sees no CUDA device; use --device cpu")
+            raise TrainingError("device cuda asked for, but torch sees no CUDA device; use --device cpu")
         return torch.device("cuda", local_rank) if name == "cuda" else torch.device(name)
     return torch.device("cpu")
 
@@ -318,12 +318,12 @@ def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, 
     options = {k: v for k, v in card.model_options.items() if k != "hypotheses"}
     wanted = {k: v for k, v in dict(config.model_options).items() if k != "hypotheses"}
     if card.model != config.model or dict(card.fixed_joints) != dict(config.fixed_joints) or options != wanted:
-        raise HikError(f"{path} holds a {card.model!r} network with fixed joints {dict(card.fixed_joints)} and options "
+        raise TrainingError(f"{path} holds a {card.model!r} network with fixed joints {dict(card.fixed_joints)} and options "
                        f"{card.model_options}; this run trains {config.model!r} with {dict(config.fixed_joints)} and "
                        f"{dict(config.model_options)}: only the number of hypotheses may differ")
     have, want = int(card.model_options.get("hypotheses", 1)), network.hypotheses
     if want < have:
-        raise HikError(f"{path} has {have} hypotheses; a network started from it needs at least as many, got {want}")
+        raise TrainingError(f"{path} has {have} hypotheses; a network started from it needs at least as many, got {want}")
     state = dict(payload["state_dict"])
     if want > have:  # the new answers start as noisy copies of the old ones
         generator = torch.Generator().manual_seed(config.seed + 7)
@@ -337,7 +337,7 @@ def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, 
     try:
         network.load_state_dict(state)
     except RuntimeError as exc:
-        raise HikError(f"{path}: its weights do not fit this run's network ({str(exc)[:300]})") from None
+        raise TrainingError(f"{path}: its weights do not fit this run's network ({str(exc)[:300]})") from None
     return {"checkpoint": path.name, "steps": card.total_steps, "training_seconds": round(card.total_training_seconds, 2),
             "git_commit": card.git_commit}
 
@@ -606,7 +606,7 @@ def _joint_value(name: str, text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise HikError(f"--fix-joint {name}={text}: the value must be a number [rad, or m for a prismatic joint]") from None
+        raise TrainingError(f"--fix-joint {name}={text}: the value must be a number [rad, or m for a prismatic joint]") from None
 
 
 def _option_value(text: str) -> Any:

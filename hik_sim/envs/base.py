@@ -9,7 +9,6 @@ base frame. Subclasses choose the goal. No torch is imported.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +16,7 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from hik_sim.errors import HikError, SceneError
+from hik_sim.errors import EnvError, SceneError
 from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
 from hik_sim.scene import Scene, build_scene, ensure_headless_gl
 from hik_sim.single_target import SingleTargetKinematics
@@ -36,12 +35,12 @@ def resolve_robot(robot: str | RobotSpec | None, urdf: str | None, base: str | N
         return robot
     if urdf is not None:
         if robot is not None:
-            raise HikError("give either robot=NAME or urdf=PATH, base=LINK, ee=LINK, not both")
+            raise EnvError("give either robot=NAME or urdf=PATH, base=LINK, ee=LINK, not both")
         if base is None or ee is None:
-            raise HikError("urdf= needs base=LINK and ee=LINK: the chain's base and end-effector links")
+            raise EnvError("urdf= needs base=LINK and ee=LINK: the chain's base and end-effector links")
         return robot_from_urdf(urdf, base, ee)
     if robot is None:
-        raise HikError("give robot=NAME (a registered robot) or urdf=PATH, base=LINK, ee=LINK")
+        raise EnvError("give robot=NAME (a registered robot) or urdf=PATH, base=LINK, ee=LINK")
     return get_robot(robot)
 
 
@@ -91,19 +90,19 @@ class RobotGoalEnv(gym.Env):
                  render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace",
                  **unknown: Any) -> None:
         if unknown:  # else gymnasium.make answers a TypeError from deep inside the constructor
-            raise HikError(f"unknown keyword arguments {sorted(unknown)} for {type(self).__name__}; keywords are: "
+            raise EnvError(f"unknown keyword arguments {sorted(unknown)} for {type(self).__name__}; keywords are: "
                            f"{', '.join(self._keywords())}")
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)):
-            raise HikError(f"frame_skip must be a whole number of physics steps >= 1, got {frame_skip!r}")
+            raise EnvError(f"frame_skip must be a whole number of physics steps >= 1, got {frame_skip!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise HikError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+            raise EnvError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
-            raise HikError("frame_skip must be >= 1, tolerances positive and rotation_weight >= 0")
+            raise EnvError("frame_skip must be >= 1, tolerances positive and rotation_weight >= 0")
         self.robot = resolve_robot(robot, urdf, base, ee)
         self.scene = cached_scene(self.robot)
         cameras = [self.scene.model.camera(i).name for i in range(self.scene.model.ncam)]
         if camera not in cameras:
-            raise HikError(f"unknown camera {camera!r}; cameras are: {', '.join(cameras)}")
+            raise EnvError(f"unknown camera {camera!r}; cameras are: {', '.join(cameras)}")
         self.model = self.scene.model
         max_w, max_h = int(self.model.vis.global_.offwidth), int(self.model.vis.global_.offheight)
         if render_mode == "rgb_array" and not (0 < width <= max_w and 0 < height <= max_h):
@@ -189,13 +188,13 @@ class RobotGoalEnv(gym.Env):
         """Validate an action; out-of-range values are clipped into the joint limits (documented)."""
         raw = np.asarray(action)
         if raw.dtype.kind not in "fiu":  # strings, objects, booleans, complex numbers: not joint targets
-            raise HikError(f"action must be {self.robot.dof} real joint targets [rad] for {self.robot.name!r}, got "
+            raise EnvError(f"action must be {self.robot.dof} real joint targets [rad] for {self.robot.name!r}, got "
                            f"{type(action).__name__} of dtype {raw.dtype}")
         action = raw.astype(np.float64)
         if action.shape != (self.robot.dof,):
-            raise HikError(f"action must be {self.robot.dof} joint targets [rad] for {self.robot.name!r}, got shape {action.shape}")
+            raise EnvError(f"action must be {self.robot.dof} joint targets [rad] for {self.robot.name!r}, got shape {action.shape}")
         if not np.isfinite(action).all():
-            raise HikError(f"action must be finite, got {action}")
+            raise EnvError(f"action must be finite, got {action}")
         action = np.clip(action, self.lower, self.upper)
         self.data.ctrl[self.scene.chain_actuators] = action
         mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
@@ -215,7 +214,7 @@ class RobotGoalEnv(gym.Env):
                 from mujoco import viewer
 
                 if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-                    raise HikError("render_mode='human' opens a window and needs a display; without one use render_mode='rgb_array'")
+                    raise EnvError("render_mode='human' opens a window and needs a display; without one use render_mode='rgb_array'")
                 self._viewer = viewer.launch_passive(self.model, self.data)
             self._viewer.sync()
             return None

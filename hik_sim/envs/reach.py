@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from hik_sim.envs.base import RobotGoalEnv
-from hik_sim.errors import HikError
+from hik_sim.errors import EnvError
 from hik_sim.robots import RobotSpec
 
 __all__ = ["ReachEnv"]
@@ -72,7 +72,7 @@ class ReachEnv(RobotGoalEnv):
                  start_noise: float = 0.0, **kwargs: Any) -> None:
         super().__init__(robot, urdf, base, ee, **kwargs)
         if hold_steps < 1 or not 0 <= unreachable_probability <= 1 or not 0 <= start_noise < math.inf:  # inf failed at reset
-            raise HikError("hold_steps must be >= 1, unreachable_probability in [0, 1] and start_noise finite and >= 0, got "
+            raise EnvError("hold_steps must be >= 1, unreachable_probability in [0, 1] and start_noise finite and >= 0, got "
                            f"{hold_steps}, {unreachable_probability} and {start_noise}")
         self.hold_steps, self.unreachable_probability, self.start_noise = hold_steps, unreachable_probability, start_noise
         self.reachable, self.steps_in_tolerance = True, 0

@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from hik_sim.envs.base import RobotGoalEnv
 from hik_sim.envs.trajectories import TRAJECTORIES, Trajectory
-from hik_sim.errors import HikError
+from hik_sim.errors import EnvError
 from hik_sim.robots import RobotSpec
 from hik_sim.single_target import SingleTargetLM
 
@@ -73,10 +73,10 @@ class TrackEnv(RobotGoalEnv):
                  **kwargs: Any) -> None:
         super().__init__(robot, urdf, base, ee, **kwargs)
         if self.robot.dof < 6:
-            raise HikError(f"Track keeps the goal's orientation along a path, which needs a chain of at least 6 joints; "
+            raise EnvError(f"Track keeps the goal's orientation along a path, which needs a chain of at least 6 joints; "
                            f"{self.robot.name!r} has {self.robot.dof} (use Reach, whose goals are reachable by construction)")
         if trajectory not in TRAJECTORIES:
-            raise HikError(f"unknown trajectory {trajectory!r}; trajectories are: {', '.join(TRAJECTORIES)}")
+            raise EnvError(f"unknown trajectory {trajectory!r}; trajectories are: {', '.join(TRAJECTORIES)}")
         Trajectory(trajectory if trajectory != "waypoints" else "circle", speed, size)  # validates speed and size
         self.trajectory_kind, self.speed, self.size = trajectory, float(speed), float(size)
         self.lm = SingleTargetLM(self.robot, max_iterations=50, stop_position=2e-5, stop_rotation=2e-5)
@@ -125,7 +125,7 @@ class TrackEnv(RobotGoalEnv):
             if start_q is not None:
                 break
         else:
-            raise HikError(f"no reachable {self.trajectory_kind} of size {self.size} m found for {self.robot.name!r}; try a smaller size")
+            raise EnvError(f"no reachable {self.trajectory_kind} of size {self.size} m found for {self.robot.name!r}; try a smaller size")
         self.trajectory, self.goal_quat, self.time = trajectory, quat, 0.0
         self._set_goal()
         self._reset_robot(start_q)

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from hik_sim.errors import HikError
+from hik_sim.errors import EnvError
 
 __all__ = ["TRAJECTORIES", "TrajectoryKind", "Trajectory"]
 
@@ -45,11 +45,11 @@ class Trajectory:
 
     def __post_init__(self) -> None:
         if self.kind not in TRAJECTORIES:
-            raise HikError(f"unknown trajectory {self.kind!r}; trajectories are: {', '.join(TRAJECTORIES)}")
+            raise EnvError(f"unknown trajectory {self.kind!r}; trajectories are: {', '.join(TRAJECTORIES)}")
         if not (self.speed > 0 and self.size > 0 and math.isfinite(self.speed) and math.isfinite(self.size)):
-            raise HikError(f"trajectory speed and size must be positive and finite, got {self.speed} m/s and {self.size} m")
+            raise EnvError(f"trajectory speed and size must be positive and finite, got {self.speed} m/s and {self.size} m")
         if self.kind == "waypoints" and (self.waypoints is None or len(self.waypoints) < 2):
-            raise HikError("a waypoints trajectory needs at least two waypoints")
+            raise EnvError("a waypoints trajectory needs at least two waypoints")
 
     @classmethod
     def random_waypoints(cls, speed: float, size: float, rng: np.random.Generator, count: int = 5,

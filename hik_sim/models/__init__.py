@@ -9,7 +9,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 from hik_sim.models.common import IKOutput, LimitHead
 from hik_sim.models.cycleik import CYCLEIK_PROFILES, CycleIKGenerator, cycleik_width_for
 from hik_sim.models.harmoatt import HarmoAttIK
@@ -38,11 +38,11 @@ def build_model(kind: str, lower: torch.Tensor, upper: torch.Tensor, **options: 
     """
     classes = {"harmoatt": HarmoAttIK, "mlp": MLPIK, "cycleik": CycleIKGenerator, "regression": RegressionIK}
     if kind not in classes:
-        raise HikError(f"unknown model {kind!r}; models are: {', '.join(MODEL_KINDS)}")
+        raise ModelError(f"unknown model {kind!r}; models are: {', '.join(MODEL_KINDS)}")
     try:
         return classes[kind](lower, upper, **options)
     except (TypeError, ValueError, RuntimeError) as exc:  # unknown option; a size torch refuses (hidden=-1)
-        raise HikError(f"bad options for model {kind!r} {options}: {exc}") from None
+        raise ModelError(f"bad options for model {kind!r} {options}: {exc}") from None
 
 
 def parameter_count(model: nn.Module) -> int:

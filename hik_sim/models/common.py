@@ -7,7 +7,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 
 __all__ = ["IKOutput", "LimitHead", "xavier_init"]
 
@@ -52,9 +52,9 @@ class LimitHead(nn.Module):
     def __init__(self, in_features: int, lower: torch.Tensor, upper: torch.Tensor, hypotheses: int = 1) -> None:
         super().__init__()
         if isinstance(hypotheses, bool) or not isinstance(hypotheses, int):
-            raise HikError(f"hypotheses must be a whole number of answers (at least 1), got {hypotheses!r}")
+            raise ModelError(f"hypotheses must be a whole number of answers (at least 1), got {hypotheses!r}")
         if hypotheses < 1:
-            raise HikError(f"hypotheses must be at least 1, got {hypotheses}")
+            raise ModelError(f"hypotheses must be at least 1, got {hypotheses}")
         self.hypotheses = hypotheses
         self.linear = nn.Linear(in_features, hypotheses * lower.numel())
         self.register_buffer("center", ((upper + lower) / 2).float())

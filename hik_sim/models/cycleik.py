@@ -53,7 +53,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 from hik_sim.models.common import IKOutput, LimitHead
 
 __all__ = ["CycleIKGenerator", "CYCLEIK_PROFILES", "cycleik_layers", "cycleik_parameters", "cycleik_width_for"]
@@ -73,14 +73,14 @@ CYCLEIK_PROFILES: dict[str, dict[str, object]] = {
 
 def _profile(profile: str) -> dict[str, object]:
     if profile not in CYCLEIK_PROFILES:
-        raise HikError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
+        raise ModelError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
     return CYCLEIK_PROFILES[profile]
 
 
 def cycleik_layers(width: float, profile: str = "panda") -> tuple[int, ...]:
     """The hidden widths of ``profile`` scaled by ``width`` (1 = published), each rounded, at least 1."""
     if not (isinstance(width, (int, float)) and not isinstance(width, bool) and 0 < width <= 64):
-        raise HikError(f"CycleIK width must be a scale factor in (0, 64], got {width!r}")
+        raise ModelError(f"CycleIK width must be a scale factor in (0, 64], got {width!r}")
     return tuple(max(1, round(width * h)) for h in _profile(profile)["layers"])  # type: ignore[union-attr]
 
 
@@ -134,7 +134,7 @@ class CycleIKGenerator(nn.Module):
         super().__init__()
         _profile(profile)
         if layers is not None and width is not None:
-            raise HikError("give CycleIK either width (a scale of the profile) or layers (explicit widths), not both")
+            raise ModelError("give CycleIK either width (a scale of the profile) or layers (explicit widths), not both")
         if layers is None:
             if width is None:
                 from hik_sim.models import matched_cycleik_width
@@ -143,7 +143,7 @@ class CycleIKGenerator(nn.Module):
             layers = cycleik_layers(width, profile)
         layers = tuple(layers)
         if not layers or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in layers):
-            raise HikError(f"CycleIK layers must be whole widths >= 1, got {list(layers)}")
+            raise ModelError(f"CycleIK layers must be whole widths >= 1, got {list(layers)}")
         self.width, self.layers, self.profile = width, layers, profile
         blocks: list[nn.Module] = []
         current = in_features

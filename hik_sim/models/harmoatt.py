@@ -60,7 +60,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 from hik_sim.models.common import IKOutput, LimitHead, xavier_init
 
 __all__ = ["HarmoAttIK", "FusionBlock", "BRANCHES", "TRUNKS"]
@@ -90,7 +90,7 @@ class FusionBlock(nn.Module):
                  tau_max: float = 4.0, attention: bool = True, norm: bool = True) -> None:
         super().__init__()
         if not 0 < tau_min < tau_max:
-            raise HikError(f"temperature bounds must satisfy 0 < tau_min < tau_max, got {tau_min}, {tau_max}")
+            raise ModelError(f"temperature bounds must satisfy 0 < tau_min < tau_max, got {tau_min}, {tau_max}")
         self.tau_min, self.tau_max = tau_min, tau_max
         self.attention = attention
         self.norm = nn.LayerNorm((positions, channels)) if norm else nn.Identity()
@@ -181,11 +181,11 @@ class HarmoAttIK(nn.Module):
                  attention: bool = True, tau_min: float = 0.25, tau_max: float = 4.0, hypotheses: int = 1) -> None:
         super().__init__()
         if channels < 2 or positions < 2 or blocks < 1:
-            raise HikError(f"HarmoAtt-IK needs channels >= 2, positions >= 2, blocks >= 1; got {channels}, {positions}, {blocks}")
+            raise ModelError(f"HarmoAtt-IK needs channels >= 2, positions >= 2, blocks >= 1; got {channels}, {positions}, {blocks}")
         if trunk not in TRUNKS:
-            raise HikError(f"unknown HarmoAtt-IK trunk {trunk!r}; trunks are: {', '.join(TRUNKS)}")
+            raise ModelError(f"unknown HarmoAtt-IK trunk {trunk!r}; trunks are: {', '.join(TRUNKS)}")
         if (trunk == "dense" and head_hidden is not None) or (trunk == "map" and feed_forward is not None):
-            raise HikError(f"the {trunk!r} trunk takes " + ("feed_forward, not head_hidden" if trunk == "dense" else
+            raise ModelError(f"the {trunk!r} trunk takes " + ("feed_forward, not head_hidden" if trunk == "dense" else
                                                             "head_hidden, not feed_forward"))
         self.channels, self.positions, self.trunk = channels, positions, trunk
         self.pos_positions = positions // 2

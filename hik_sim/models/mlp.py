@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hik_sim.errors import HikError
+from hik_sim.errors import ModelError
 from hik_sim.models.common import IKOutput, LimitHead, xavier_init
 
 __all__ = ["MLPIK"]
@@ -34,7 +34,7 @@ class MLPIK(nn.Module):
                  hypotheses: int = 1) -> None:
         super().__init__()
         if not (isinstance(hidden, int) and isinstance(layers, int) and hidden >= 1 and layers >= 1):
-            raise HikError(f"the MLP needs whole numbers hidden >= 1 and layers >= 1, got hidden={hidden!r}, layers={layers!r}")
+            raise ModelError(f"the MLP needs whole numbers hidden >= 1 and layers >= 1, got hidden={hidden!r}, layers={layers!r}")
         blocks: list[nn.Module] = []
         width = in_features
         for _ in range(layers):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hik_sim.errors import HikError
+from hik_sim.errors import SolverError
 from hik_sim.kinematics import Chain
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
@@ -52,9 +52,9 @@ class IKController:
     def __init__(self, solver: Any, joint_velocity_limit: float | None = None, dt: float | None = None,
                  lead_time: float = 0.0, rotation_weight: float = 0.2) -> None:
         if joint_velocity_limit is not None and (joint_velocity_limit <= 0 or dt is None or dt <= 0):
-            raise HikError("joint_velocity_limit must be positive and comes with dt, the control period [s]")
+            raise SolverError("joint_velocity_limit must be positive and comes with dt, the control period [s]")
         if lead_time < 0:
-            raise HikError(f"lead_time must be >= 0, got {lead_time}")
+            raise SolverError(f"lead_time must be >= 0, got {lead_time}")
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
         self.last_command: dict[int, np.ndarray] = {}
@@ -88,13 +88,13 @@ class IKController:
         from hik_sim.scene import SceneOptions
 
         if kind not in CONTROLLER_KINDS:
-            raise HikError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
+            raise SolverError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
         if not isinstance(robot, (str, RobotSpec)):  # None was a raw AttributeError deep in Chain
-            raise HikError(f"robot must be a registered robot's name or a RobotSpec, got {robot!r}")
+            raise SolverError(f"robot must be a registered robot's name or a RobotSpec, got {robot!r}")
         spec = get_robot(robot) if isinstance(robot, str) else robot
         chain = Chain(spec)
         if kind in NETWORK_KINDS and not any(n.startswith(f"{spec.name}/") for n in pretrained_names()):
-            raise HikError(f"controller kind {kind!r} needs a network, and none is shipped for robot {spec.name!r}; kinds without "
+            raise SolverError(f"controller kind {kind!r} needs a network, and none is shipped for robot {spec.name!r}; kinds without "
                            f"a network: {', '.join(k for k in CONTROLLER_KINDS if k not in NETWORK_KINDS)}; or build "
                            "IKController(SingleTargetIK(chain, network)) on a network trained for it")
         if kind == "hybrid":
@@ -124,14 +124,14 @@ class IKController:
             return self.solver.solve_one(pos, quat, q_init=q_now)
         if hasattr(self.solver, "solve"):
             return self.solver.solve(torch.as_tensor(pos[None]), torch.as_tensor(quat[None]), torch.as_tensor(q_now[None]))
-        raise HikError(f"{type(self.solver).__name__} is not an IK solver: it has neither solve_one nor solve")
+        raise SolverError(f"{type(self.solver).__name__} is not an IK solver: it has neither solve_one nor solve")
 
     def act(self, observation: dict[str, np.ndarray], index: int = 0) -> np.ndarray:
         """Joint targets (n,) for one environment's observation."""
         q_now = np.asarray(observation["joint_pos"], dtype=np.float64)
         chain = getattr(self.solver, "chain", None) or getattr(getattr(self.solver, "refiner", None), "chain", None)
         if chain is not None and q_now.shape != (chain.dof,):  # a network ignores q_init, and would command the wrong size
-            raise HikError(f"joint_pos must hold the {chain.dof} chain joints of {chain.robot.name!r}, got shape {q_now.shape}")
+            raise SolverError(f"joint_pos must hold the {chain.dof} chain joints of {chain.robot.name!r}, got shape {q_now.shape}")
         goal = np.asarray(observation["goal_pos"], dtype=np.float64)
         if self.lead_time and "goal_vel" in observation:
             goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
@@ -162,7 +162,7 @@ class IKController:
         """
         if not isinstance(observation, Mapping) or not set(OBSERVATION_KEYS) <= set(observation):
             got = sorted(observation) if isinstance(observation, Mapping) else type(observation).__name__
-            raise HikError(f"an observation must be a hik_sim environment's: a dict with {', '.join(OBSERVATION_KEYS)}; got {got}")
+            raise SolverError(f"an observation must be a hik_sim environment's: a dict with {', '.join(OBSERVATION_KEYS)}; got {got}")
         if np.ndim(observation["joint_pos"]) == 1:
             return self.act(observation)
         batch = len(observation["joint_pos"])
