@@ -60,8 +60,8 @@ def training_budget(card: Card) -> tuple[str, float]:
 
 def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoatt") -> dict[str, object]:
     """Every network against ``reference``: parameter count within ±10 %, the same batch, seed and
-    number of answers, and the same budget: equal steps or equal wall-clock minutes
-    (:func:`training_budget`).
+    number of answers, and the same budget: equal steps (whatever stopped the reference), or equal
+    wall-clock minutes for runs a time budget stopped (:func:`training_budget`).
 
     Raises:
         HikError: a network was not trained on equal terms with the reference.
@@ -70,14 +70,17 @@ def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoa
     problems = []
     for name, card in cards.items():
         terms = {"batch": (ref.config.get("batch"), card.config.get("batch")), "seed": (ref.config.get("seed"), card.config.get("seed")),
-                 "budget": (training_budget(ref), training_budget(card)),
                  "hypotheses": (ref.model_options.get("hypotheses", 1), card.model_options.get("hypotheses", 1))}
         problems += [f"{name} {k}: {b} vs {a}" for k, (a, b) in terms.items() if a != b]
+        same_minutes = training_budget(ref)[0] == training_budget(card)[0] == "minutes" and training_budget(ref) == training_budget(card)
+        if not (same_minutes or ref.total_steps == card.total_steps):  # equal wall-clock minutes, or equal steps
+            problems.append(f"{name} budget: {training_budget(card)} vs {training_budget(ref)}")
         if not 0.9 <= card.parameters / ref.parameters <= 1.1:
             problems.append(f"{name} parameters {card.parameters} vs {ref.parameters}")
     if problems:
         raise HikError(f"{robot_name}: networks not trained on equal terms with {reference} ({'; '.join(problems)})")
-    kind, value = training_budget(ref)
+    kind, value = ("steps", float(ref.total_steps)) if all(c.total_steps == ref.total_steps for c in cards.values()) \
+        else training_budget(ref)
     return {"parameters": {name: card.parameters for name, card in cards.items()}, "budget": {"kind": kind, "value": value},
             "steps": {name: card.total_steps for name, card in cards.items()}, "batch": ref.config.get("batch"),
             "seed": ref.config.get("seed"), "hypotheses": ref.model_options.get("hypotheses", 1),

@@ -37,6 +37,9 @@ def test_equal_minutes_is_a_fair_pair_and_unequal_budgets_are_refused() -> None:
         check_fair("g1", {"harmoatt": harmoatt, "mlp": replace(mlp, config={**config, "minutes": 6.0})})
     with pytest.raises(HikError, match=r"cycleik parameters"):
         check_fair("g1", {"harmoatt": harmoatt, "cycleik": replace(mlp, parameters=2 * harmoatt.parameters)})
+    # a reference stopped by its minutes, and a partner given exactly the steps it reached: equal steps
+    partner = replace(mlp, config={**config, "minutes": None, "steps": 6_000}, steps=6_000)
+    assert check_fair("g1", {"harmoatt": harmoatt, "mlp": partner})["budget"] == {"kind": "steps", "value": 6000.0}
     with pytest.raises(HikError, match=r"mlp batch"):
         check_fair("g1", {"harmoatt": harmoatt, "mlp": replace(mlp, config={**config, "batch": 256})})
 
@@ -68,8 +71,8 @@ def test_success_is_defined_once_and_the_single_pose_rotation_error_is_the_batch
     from hik_sim.solvers import REPORT_TOLERANCES, Tolerance
     from hik_sim.tolerances import LOOSE, SUCCESS, rotation_angle
 
-    assert Tolerance() == SUCCESS == REPORT_TOLERANCES["5mm_2deg"] and CHOICE_TOLERANCE == (SUCCESS.position, SUCCESS.rotation)
-    assert dict((name, (p, r)) for name, p, r in SUCCESS_THRESHOLDS) == {
+    assert Tolerance() == SUCCESS == REPORT_TOLERANCES["5mm_2deg"] and (SUCCESS.position, SUCCESS.rotation) == CHOICE_TOLERANCE
+    assert {name: (p, r) for name, p, r in SUCCESS_THRESHOLDS} == {
         "success_5mm_2deg": (0.005, math.radians(2)), "success_10mm_20deg": (LOOSE.position, LOOSE.rotation)}
     rng = np.random.default_rng(0)
     a = rng.normal(size=(200, 4))
