@@ -1,4 +1,7 @@
-"""IK solvers behind one interface: ``solve(target_pos, target_quat, q_init=None) → IKResult``.
+"""IK solvers behind one interface, the :class:`IKSolver` protocol: a ``chain`` and
+``solve(target_pos, target_quat, q_init=None) → IKResult`` (an immutable :class:`IKResult`).
+Solvers with a fast single-pose entry also satisfy :class:`SingleTargetSolver` (``solve_one``).
+:func:`hik_sim.solver_registry.make_solver` builds any of them from a name.
 
 - :class:`NeuralIK` — a trained network, no refinement.
 - :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
@@ -11,6 +14,9 @@
   tracking) seeds LM; targets it leaves unconverged (a local minimum, often at a joint limit) get
   restarts — the network's other answers when it has several hypotheses, then random
   configurations — so its success is never below multistart's with as many restarts.
+- :class:`SingleTargetIK` — one target a call on MuJoCo's C kinematics (network seed → LM): the
+  control-rate path, with ``solve_one`` for a single pose.
+- :class:`DmControlIK` — dm_control's ``qpos_from_site_pose``, as dm_control ships it.
 
 Targets are poses of the end-effector in the chain's base frame: positions (B, 3) [m] and
 quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quaternions and wrong
@@ -32,8 +38,10 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -45,7 +53,8 @@ from hik_sim.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_
 from hik_sim.rotations import position_error, quaternion_multiply, rotation_error
 from hik_sim.tolerances import REPORT_TOLERANCES, Tolerance
 
-__all__ = ["IKResult", "Tolerance", "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
+__all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
+           "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
            "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES"]
 
 RESTART_STREAM = 0x1C5EED
@@ -102,9 +111,10 @@ def check_network_fits(network: IKNetwork, chain: Chain) -> None:
                           "pair a network with the robot it was trained for")
 
 
-@dataclass
+@dataclass(frozen=True)
 class IKResult:
-    """What a solver returns, per target.
+    """What a solver returns, per target. Immutable: a solver that adds to a result (a retry, a cost,
+    its wall time) builds a new one (``dataclasses.replace``); the tensors inside stay tensors.
 
     Attributes:
         q: (B, n) configurations, inside the joint limits, float64.
@@ -115,6 +125,7 @@ class IKResult:
         fk_evals: (B,) forward-kinematics evaluations.
         jac_evals: (B,) Jacobian evaluations.
         wall_time: wall-clock time of the whole call [s].
+        extra: solver-specific figures (read-only), e.g. :class:`DmControlIK`'s ``limit_violations``.
     """
 
     q: torch.Tensor
@@ -125,7 +136,11 @@ class IKResult:
     fk_evals: torch.Tensor
     jac_evals: torch.Tensor
     wall_time: float = 0.0
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.extra, MappingProxyType):
+            object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
     @property
     def function_evals(self) -> torch.Tensor:
@@ -135,6 +150,34 @@ class IKResult:
     def success_at(self, tolerance: Tolerance) -> torch.Tensor:
         """(B,) success under another tolerance."""
         return tolerance.met(self.pos_err, self.rot_err)
+
+
+@runtime_checkable
+class IKSolver(Protocol):
+    """The one solver interface: every solver in this module, and whatever
+    :func:`hik_sim.solver_registry.make_solver` builds, satisfies it.
+
+    Attributes:
+        chain: the robot's :class:`~hik_sim.kinematics.Chain` the solver answers for.
+    """
+
+    chain: Chain
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Configurations for targets (B, 3) [m], (B, 4) wxyz, optionally from ``q_init`` (B, n)."""
+        ...
+
+
+@runtime_checkable
+class SingleTargetSolver(IKSolver, Protocol):
+    """An :class:`IKSolver` with a fast entry for one pose (the control-rate path: no batch, no torch in the loop).
+
+    :class:`~hik_sim.policies.IKController` calls :meth:`solve_one` where a solver offers it.
+    """
+
+    def solve_one(self, target_pos: Any, target_quat: Any, q_init: Any = None) -> IKResult:
+        """One target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,); a result of batch size 1."""
+        ...
 
 
 def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -234,8 +277,7 @@ class NeuralIK:
         if self.corrections == 0 or pos.shape[0] == 0:
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
-            result.wall_time = elapsed
-            return result
+            return replace(result, wall_time=elapsed)
         fk_evals = zeros + self._choice_fk
         goal_pos, goal_quat = pos.clone(), quat.clone()
         best_q, best_score = q.clone(), torch.full((pos.shape[0],), math.inf, dtype=torch.float64)
@@ -261,8 +303,7 @@ class NeuralIK:
             goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
         elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
-        result.wall_time = elapsed
-        return result
+        return replace(result, wall_time=elapsed)
 
 
     def _fast_path(self) -> bool:
@@ -320,8 +361,7 @@ class NeuralIK:
         one = torch.ones(1, dtype=torch.int64)
         result = _result(self.chain, torch.from_numpy(np.array(q, dtype=np.float64))[None], pos, quat, self.tolerance, 0 * one,
                          fk_evals * one, 0 * one, start)
-        result.wall_time = elapsed
-        return result
+        return replace(result, wall_time=elapsed)
 
 
 class LMRefiner:
@@ -479,8 +519,12 @@ class MultistartIK:
         pos, quat = check_targets(target_pos, target_quat)
         first = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.refiner.chain.dof)
         result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed), self.stop_early)
-        result.wall_time = time.perf_counter() - start
-        return result
+        return replace(result, wall_time=time.perf_counter() - start)
+
+    @property
+    def chain(self) -> Chain:
+        """The refiner's chain (the :class:`IKSolver` attribute)."""
+        return self.refiner.chain
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
@@ -558,26 +602,30 @@ class HybridIK:
             todo = torch.nonzero(~first.success).flatten()
             if todo.numel():
                 rest = _restarts(self.refiner, pos[todo], quat[todo], seed[todo], 1 + self.restarts, generator)
-                _merge(first, rest, todo)
+                first = _merge(first, rest, todo)
             result = first
         else:
             result = _restarts(self.refiner, pos, quat, seed, 1 + self.restarts, generator)
-        if self.network.hypotheses > 1:  # ordering H answers best first cost H FK per target
-            result.fk_evals += self.network.hypotheses
-        result.wall_time = time.perf_counter() - start
-        return result
+        choice = self.network.hypotheses if self.network.hypotheses > 1 else 0  # ordering H answers best first costs H FK per target
+        return replace(result, fk_evals=result.fk_evals + choice, wall_time=time.perf_counter() - start)
+
+    @property
+    def chain(self) -> Chain:
+        """The refiner's chain (the :class:`IKSolver` attribute)."""
+        return self.refiner.chain
 
 
-def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> None:
-    """Fold the results of a retry of targets ``index`` into ``into``: costs add, the better answer wins."""
-    for name in ("iterations", "fk_evals", "jac_evals"):
-        getattr(into, name)[index] += getattr(other, name)
+def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
+    """``into`` with the results of a retry of targets ``index`` folded in (a new result; ``into``
+    is left as it was): costs add, the better answer wins."""
     better = other.success | (other.pos_err < into.pos_err[index])
     chosen = index[better]
-    into.q[chosen] = other.q[better]
-    into.pos_err[chosen] = other.pos_err[better]
-    into.rot_err[chosen] = other.rot_err[better]
-    into.success[chosen] = other.success[better]
+    changes: dict[str, torch.Tensor] = {}
+    for name in ("iterations", "fk_evals", "jac_evals"):
+        changes[name] = getattr(into, name).index_add(0, index, getattr(other, name))
+    for name in ("q", "pos_err", "rot_err", "success"):
+        changes[name] = getattr(into, name).index_copy(0, chosen, getattr(other, name)[better])
+    return replace(into, **changes)
 
 
 SINGLE_TARGET_RESTARTS = 49
@@ -649,9 +697,7 @@ class SingleTargetIK:
             none = torch.zeros(0, dtype=torch.int64)
             return _result(self.chain, torch.zeros(0, self.chain.dof, dtype=torch.float64), pos, quat, self.tolerance,
                            none, none, none, start)
-        merged = IKResult(*(torch.cat([getattr(r, name) for r in results]) for name in fields))
-        merged.wall_time = time.perf_counter() - start
-        return merged
+        return IKResult(*(torch.cat([getattr(r, name) for r in results]) for name in fields), wall_time=time.perf_counter() - start)
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
         """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).
@@ -779,5 +825,4 @@ class DmControlIK:
         lower, upper = self.chain.limits(torch.float64)
         violations = int(((q < lower - 1e-9) | (q > upper + 1e-9)).any(dim=1).sum())
         result = _result(self.chain, self.chain.clamp(q), pos, quat, self.tolerance, steps, steps + 1, steps, start)
-        result.extra["limit_violations"] = violations
-        return result
+        return replace(result, extra={"limit_violations": violations})
