@@ -13,16 +13,22 @@ named ``PKG`` among the URDF's ancestor folders (and their children), then in ``
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import hashlib
+import io
 import math
 import os
+import threading
 import xml.etree.ElementTree as ET
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from hik_sim.errors import ChainError, MeshError, UrdfError
 
-__all__ = ["UrdfJoint", "UrdfModel", "load_urdf", "resolve_mesh_uri", "MOVABLE_JOINT_TYPES"]
+__all__ = ["UrdfJoint", "UrdfModel", "load_urdf", "load_urdf_tree", "resolve_mesh_uri", "MOVABLE_JOINT_TYPES"]
 
 JointType = Literal["revolute", "continuous", "prismatic", "fixed", "floating", "planar"]
 JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -270,8 +276,16 @@ def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
     return UrdfJoint(name, jtype, ends["parent"], ends["child"], xyz, rpy, axis, lower, upper, mimic)  # type: ignore[arg-type]
 
 
+# Parsed URDFs by (resolved path, SHA-256 of the bytes): making an environment reads one URDF from
+# the robot, the scene and the kinematics, and parses it once. The content hash keeps an edited
+# file from being served stale; entries are immutable (UrdfModel) or copied out (the XML tree).
+_PARSED: OrderedDict[tuple[str, str], tuple[UrdfModel, ET.Element]] = OrderedDict()
+_PARSED_MAX = 32
+_PARSED_LOCK = threading.Lock()
+
+
 def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
-    """Read and validate a URDF file.
+    """Read and validate a URDF file (parsed once per file content; later calls reuse the parse).
 
     Args:
         path: the ``.urdf`` file.
@@ -285,6 +299,23 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
             names, unknown links, a link with two parents, a cycle, links not connected to the
             root, no links).
     """
+    return _parsed(_existing_file(path))[0]
+
+
+def load_urdf_tree(path: str | os.PathLike[str]) -> tuple[UrdfModel, ET.Element]:
+    """:func:`load_urdf` and the file's XML tree, a private copy the caller may rewrite.
+
+    The scene rewrites the URDF for MuJoCo from this tree instead of parsing the file again.
+
+    Raises:
+        UrdfError, ChainError, MeshError: as :func:`load_urdf`.
+    """
+    model, root = _parsed(_existing_file(path))
+    return model, copy.deepcopy(root)
+
+
+def _existing_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path to an existing file, or the UrdfError that says why it is not one."""
     if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():  # Path(None) is a TypeError, Path("") the cwd
         raise UrdfError(f"the URDF path must be a file path (str or pathlib.Path) to a .urdf file, got {path!r}")
     path = Path(path).expanduser()
@@ -297,12 +328,41 @@ def load_urdf(path: str | os.PathLike[str]) -> UrdfModel:
         raise UrdfError(f"{path} is a folder, not a URDF file (give the path to the .urdf file)")
     if not path.is_file():
         raise UrdfError(f"URDF file not found: {path} (give the path to an existing .urdf file)")
+    return path
+
+
+def _parsed(path: Path) -> tuple[UrdfModel, ET.Element]:
+    """The validated model and XML root of an existing file, parsed once per (resolved path, content)."""
     try:
-        root = ET.parse(path).getroot()
+        data = path.read_bytes()
     except OSError as exc:
         raise UrdfError(f"cannot read URDF file {path}: {exc.strerror or exc}") from None
+    key = (str(path.resolve()), hashlib.sha256(data).hexdigest())
+    with _PARSED_LOCK:
+        hit = _PARSED.get(key)
+        if hit is not None:
+            _PARSED.move_to_end(key)
+    if hit is None:
+        root = _parse_xml(data, path)
+        hit = (_validate(root, path), root)
+        with _PARSED_LOCK:
+            _PARSED[key] = hit
+            while len(_PARSED) > _PARSED_MAX:
+                _PARSED.popitem(last=False)
+    model, root = hit
+    return (model if model.path == path else dataclasses.replace(model, path=path)), root
+
+
+def _parse_xml(data: bytes, path: Path) -> ET.Element:
+    """The one place a URDF's XML is parsed (the tests count calls to it)."""
+    try:
+        return ET.parse(io.BytesIO(data)).getroot()
     except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError, ValueError: a bad encoding declaration
         raise UrdfError(f"{path} is not valid XML ({exc}); a URDF is an XML file whose root element is <robot>") from None
+
+
+def _validate(root: ET.Element, path: Path) -> UrdfModel:
+    """The checks of :func:`load_urdf` on a parsed XML root."""
     if root.tag != "robot":
         raise UrdfError(f"{path}: the root element is <{root.tag}>, a URDF's root element must be <robot>")
     if any(str(element.tag).startswith("{") and "xacro" in str(element.tag) for element in root.iter()):
