@@ -129,3 +129,12 @@ def test_a_scene_is_compiled_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     reopened = mujoco.MjModel.from_xml_string(scene.spec.to_xml())
     assert np.array_equal(reopened.key_qpos, scene.model.key_qpos) and np.array_equal(reopened.key_ctrl, scene.model.key_ctrl)
     assert np.allclose(scene.model.key_mpos[0], scene.make_data().site_xpos[scene.ee_site])
+
+
+def test_design_md_lists_the_derivation_in_order() -> None:
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "design.md").read_text()
+    section = text[text.index("## Scenes"):text.index("## Learning")]
+    listed = re.findall(r"^\d+\. .*?\(`(\w+)\.(\w+)`\)\.?$", section.replace("\n   ", " "), flags=re.M)
+    assert listed == [(step.__module__.rsplit(".", 1)[-1], step.__name__) for step in DERIVATION]
