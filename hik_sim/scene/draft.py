@@ -14,7 +14,7 @@ from hik_sim.urdf import UrdfModel, load_urdf_tree
 if TYPE_CHECKING:
     from hik_sim.scene.measure import Measurements
 
-__all__ = ["Draft", "compile_spec"]
+__all__ = ["Draft", "compile_spec", "set_joints"]
 
 
 @dataclass
@@ -62,3 +62,9 @@ def compile_spec(spec, what: str):  # noqa: ANN001, ANN201 - mujoco.MjSpec -> mu
         return spec.compile()
     except ValueError as exc:  # MuJoCo reports compile errors as ValueError
         raise HikError(f"MuJoCo cannot compile {what}: {exc}") from None
+
+
+def set_joints(model, data, values: dict[str, float]) -> None:  # noqa: ANN001 - mujoco.MjModel, mujoco.MjData
+    """Write joint values [rad or m] into ``data.qpos`` by joint name (one-DOF joints)."""
+    for name, value in values.items():
+        data.qpos[model.joint(name).qposadr[0]] = value

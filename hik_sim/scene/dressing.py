@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from hik_sim.scene.draft import Draft, compile_spec
+from hik_sim.scene.draft import Draft, compile_spec, set_joints
 
 __all__ = ["add_cameras", "add_floor_and_lights", "add_home_keyframe", "add_target", "stand_on_floor"]
 
@@ -123,8 +123,7 @@ def add_home_keyframe(draft: Draft) -> None:
     key = spec.add_key(name="home")
     model = compile_spec(spec, draft.robot.urdf.name)
     data = mujoco.MjData(model)
-    for name, value in draft.home.items():
-        data.qpos[model.joint(name).qposadr[0]] = value
+    set_joints(model, data, draft.home)
     for act in range(model.nu):
         data.ctrl[act] = data.qpos[model.jnt_qposadr[model.actuator_trnid[act, 0]]]
     mujoco.mj_forward(model, data)

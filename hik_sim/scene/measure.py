@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hik_sim.scene.draft import Draft, compile_spec
+from hik_sim.scene.draft import Draft, compile_spec, set_joints
 
 __all__ = ["Measurements", "measure_on_a_first_compile"]
 
@@ -67,8 +67,7 @@ def measure_on_a_first_compile(draft: Draft) -> None:
     robot = draft.robot
     model = compile_spec(draft.spec, robot.urdf.name)
     data = mujoco.MjData(model)
-    for name, value in draft.home.items():
-        data.qpos[model.joint(name).qposadr[0]] = value
+    set_joints(model, data, draft.home)
     mujoco.mj_forward(model, data)
     lift = -_lowest_point(model, data)
     rng = np.random.default_rng(0)
