@@ -56,16 +56,24 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hik_sim.errors import HikError, OutputError
 from hik_sim.robots import RobotSpec
+from hik_sim.solver_registry import BASELINE_NAMES, SOLVER_NAMES
+
+if TYPE_CHECKING:
+    from hik_sim.policies.controller import IKController
+    from hik_sim.solvers import IKSolver
 
 __all__ = ["EvalConfig", "PolicySpec", "build_policy", "claim_run_folder", "evaluate", "paper_suite", "summary_markdown", "main"]
 
-POLICY_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid", "multistart", "lm", "dm_control")
+POLICY_NAMES: tuple[str, ...] = tuple(n for n in SOLVER_NAMES if n not in BASELINE_NAMES)
+"""The policies every robot with shipped networks runs (harmoatt, mlp, closed_loop, hybrid, multistart,
+lm, dm_control); every name of :func:`hik_sim.solver_registry.make_solver` is a policy, the baselines
+``cycleik`` and ``regression`` where shipped, any other shipped network and a checkpoint path too."""
 NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
 REPORT_SUFFIXES: tuple[str, ...] = (".json", ".md", ".csv", ".txt", ".pt", ".png", ".mp4", ".gif")
@@ -136,76 +144,56 @@ class PolicySpec:
     """A policy, built for one robot: its batch solver (open loop) and its controller (closed loop)."""
 
     name: str
-    solver: Any
-    controller: Any
+    solver: IKSolver
+    controller: IKController
     card: dict[str, Any] = field(default_factory=dict)
 
 
 def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network: str | None = None) -> PolicySpec:
-    """The solver and controller a policy name stands for: one of :data:`POLICY_NAMES`, any other
-    network shipped for ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path.
+    """The solver and controller a policy name stands for, both from
+    :func:`hik_sim.solver_registry.make_solver`: one of :data:`~hik_sim.solver_registry.SOLVER_NAMES`
+    (:data:`POLICY_NAMES` for every robot with shipped networks), any other network shipped for
+    ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path. The solver is the
+    batched one (``hybrid``: :class:`~hik_sim.solvers.HybridIK`), the controller runs the one-target
+    one (``hybrid``: :class:`~hik_sim.solvers.SingleTargetIK` on the same network).
 
     Args:
         name: the policy.
         robot: the robot, registered or loaded from a URDF.
         device: where networks run.
-        seed_network: a checkpoint (.pt) that seeds ``hybrid`` where no network is shipped for ``robot``.
+        seed_network: a checkpoint (.pt) that seeds ``hybrid`` and ``closed_loop`` where no network is shipped for ``robot``.
 
     Raises:
         HikError: unknown policy, or a policy that needs a network no one ships for the robot (then
             give a checkpoint path, or ``seed_network`` for ``hybrid``).
     """
-    from hik_sim.checkpoint import load_checkpoint
-    from hik_sim.kinematics import Chain
-    from hik_sim.policies import IKController, hybrid_seed_name, load_pretrained, pretrained_names
+    from hik_sim.policies import IKController
     from hik_sim.scene import SceneOptions
-    from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+    from hik_sim.solver_registry import SEEDED_NAMES, NetworkNotShippedError, UnknownSolverError, is_checkpoint, make_solver, shipped_networks
 
-    chain = Chain(robot)
-    lead = SceneOptions().servo_lag
-    shipped = [n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/")]
-    seeded = ("hybrid", "closed_loop")  # policies built on the robot's best network, or on --checkpoint for a user robot
-    if not shipped and name in ("harmoatt", "mlp", *seeded) and not (name in seeded and seed_network):
+    seeded = name in SEEDED_NAMES
+    seed = seed_network if seeded and not shipped_networks(robot) else None  # a robot with shipped networks uses its own seed
+    try:
+        solver = make_solver(name, robot, device=device, batched=True, network=seed)
+        network = getattr(solver, "network", None)
+        # the controller's solver, one target a call: the hybrid's SingleTargetIK on the same network; else the same solver
+        single = make_solver(name, robot, device=device, network=network) if name == "hybrid" else solver
+    except UnknownSolverError as exc:
+        others = [n for n in exc.shipped if n not in SOLVER_NAMES]
+        raise HikError(f"unknown policy {name!r}; policies are: {', '.join(SOLVER_NAMES)}"
+                       + (f", the networks shipped for {robot.name} ({', '.join(others)})" if others else "")
+                       + ", or a checkpoint path (.pt)") from None
+    except NetworkNotShippedError as exc:
+        if exc.shipped:
+            raise HikError(f"policy {name!r} needs the {name} network, and none is shipped for robot {robot.name!r} "
+                           f"(shipped: {', '.join(exc.shipped)}): give a checkpoint trained for it (the path as a policy)") from None
         raise HikError(f"policy {name!r} needs a network, and none is shipped for robot {robot.name!r}: "
-                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if name in seeded
+                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if seeded
                           else "give a checkpoint trained for it (--checkpoint PATH.pt, or the path as a policy)")
-                       + f", or a policy without a network: {', '.join(NETWORK_FREE_POLICIES)}, dm_control")
-    if name in ("harmoatt", "mlp") or name in shipped or Path(name).suffix == ".pt":
-        if Path(name).suffix == ".pt":
-            network, card = load_checkpoint(name, robot=robot, map_location=device)
-            network.card = card  # the solvers check it against the chain's URDF
-            label = Path(name).stem
-        else:
-            network = load_pretrained(robot.name, name, map_location=device)
-            card, label = network.card, name
-        solver = NeuralIK(network, chain)
-        return PolicySpec(label, solver, IKController(solver, lead_time=lead), card.to_json())
-    if name in seeded:
-        if shipped:
-            network = load_pretrained(robot.name, hybrid_seed_name(robot.name), map_location=device)
-        else:
-            network, card = load_checkpoint(seed_network, robot=robot, map_location=device)
-            network.card = card
-        if name == "closed_loop":  # the network closed on its own error, no least-squares solver
-            solver = NeuralIK(network, chain, corrections=CLOSED_LOOP_CORRECTIONS)
-            return PolicySpec(name, solver, IKController(solver, lead_time=lead), network.card.to_json())
-        return PolicySpec(name, HybridIK(network, LMRefiner(chain)), IKController(SingleTargetIK(chain, network), lead_time=lead),
-                          network.card.to_json())
-    if name == "multistart":  # from the current joints first while tracking (no jumps between IK branches)
-        solver = MultistartIK(LMRefiner(chain), starts=10)
-        return PolicySpec(name, solver, IKController(solver, lead_time=lead))
-    if name == "lm":  # the single-target LM: from the current joints (home, open loop), then up to 49 random restarts
-        solver = SingleTargetIK(chain)
-        return PolicySpec(name, solver, IKController(solver, lead_time=lead))
-    if name == "dm_control":
-        from hik_sim.scene import build_scene
-
-        solver = DmControlIK(build_scene(robot))
-        return PolicySpec(name, solver, IKController(solver, lead_time=lead))
-    others = sorted(set(shipped) - set(POLICY_NAMES))
-    raise HikError(f"unknown policy {name!r}; policies are: {', '.join(POLICY_NAMES)}"
-                   + (f", the networks shipped for {robot.name} ({', '.join(others)})" if others else "")
-                   + ", or a checkpoint path (.pt)")
+                       + f", or a policy without a network: {', '.join(NETWORK_FREE_POLICIES)}, dm_control") from None
+    label = Path(name).stem if is_checkpoint(name) else name
+    card = getattr(network, "card", None)
+    return PolicySpec(label, solver, IKController(single, lead_time=SceneOptions().servo_lag), card.to_json() if card is not None else {})
 
 
 def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -> tuple[dict[str, float], np.ndarray, np.ndarray]:

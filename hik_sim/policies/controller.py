@@ -20,41 +20,49 @@ import numpy as np
 import torch
 
 from hik_sim.errors import SolverError
-from hik_sim.kinematics import Chain
 from hik_sim.robots import RobotSpec
-from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, DmControlIK, IKResult, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+from hik_sim.solver_registry import NETWORK_FREE_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError, make_solver
+from hik_sim.solvers import IKResult, IKSolver, SingleTargetSolver
 from hik_sim.tolerances import rotation_angle
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
-CONTROLLER_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "cycleik", "regression", "multistart", "lm",
-                                     "dm_control")
+CONTROLLER_KINDS: tuple[str, ...] = SOLVER_NAMES
+"""The fixed controller kinds: the solver registry's names (:data:`~hik_sim.solver_registry.SOLVER_NAMES`);
+any other network shipped for the robot and a checkpoint path are kinds too, as they are policies."""
+DEFAULT_KIND = "hybrid"
 OBSERVATION_KEYS: tuple[str, ...] = ("joint_pos", "ee_pos", "ee_quat", "goal_pos", "goal_quat")
 """What a controller reads from an observation (``goal_vel`` too, where there is one)."""
-NETWORK_KINDS: tuple[str, ...] = ("hybrid", "closed_loop", "harmoatt", "mlp", "cycleik", "regression")
-"""The kinds that need a network shipped for the robot."""
 
 
 class IKController:
     """Observation → joint targets, through an IK solver.
 
     Args:
-        solver: a :class:`~hik_sim.solvers.SingleTargetIK` (the fast path), or any solver with
-            ``solve(pos (B, 3), quat (B, 4), q_init (B, n)) → IKResult``.
+        solver: an :class:`~hik_sim.solvers.IKSolver`; one that is also a
+            :class:`~hik_sim.solvers.SingleTargetSolver` (:class:`~hik_sim.solvers.SingleTargetIK`)
+            is called through ``solve_one``, the fast path, the others through ``solve`` on a batch of one.
         joint_velocity_limit: largest joint speed a command may ask for [rad/s], or ``None``.
         dt: the environment's control period [s] (needed with ``joint_velocity_limit``).
         lead_time: aim at ``goal_pos + goal_vel · lead_time`` when the observation has a goal
             velocity [s] (about 2/ω for a servo of natural frequency ω; 0: off).
         rotation_weight: weight of the rotation error when comparing a failed answer with the
             current pose [m/rad].
+
+    Raises:
+        SolverError: ``solver`` is not an :class:`~hik_sim.solvers.IKSolver`, or bad limits.
     """
 
-    def __init__(self, solver: Any, joint_velocity_limit: float | None = None, dt: float | None = None,
+    def __init__(self, solver: IKSolver, joint_velocity_limit: float | None = None, dt: float | None = None,
                  lead_time: float = 0.0, rotation_weight: float = 0.2) -> None:
         if joint_velocity_limit is not None and (joint_velocity_limit <= 0 or dt is None or dt <= 0):
             raise SolverError("joint_velocity_limit must be positive and comes with dt, the control period [s]")
         if lead_time < 0:
             raise SolverError(f"lead_time must be >= 0, got {lead_time}")
+        if not isinstance(solver, IKSolver):
+            raise SolverError(f"{type(solver).__name__} is not an IK solver: it needs a chain and "
+                              "solve(target_pos, target_quat, q_init=None) -> IKResult (hik_sim.solvers.IKSolver)")
+        self._solve_one = solver.solve_one if isinstance(solver, SingleTargetSolver) else None  # checked once, not per step
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
         self.last_command: dict[int, np.ndarray] = {}
@@ -62,8 +70,11 @@ class IKController:
         self.failures = 0
 
     @classmethod
-    def pretrained(cls, robot: str | RobotSpec, kind: str = "hybrid", **kwargs: Any) -> "IKController":
+    def pretrained(cls, robot: str | RobotSpec, kind: str = DEFAULT_KIND, **kwargs: Any) -> "IKController":
         """A controller of one of :data:`CONTROLLER_KINDS` for a robot, on its shipped network where the kind needs one.
+
+        The solver comes from :func:`hik_sim.solver_registry.make_solver` (one target a call), so a
+        kind is a name the evaluator takes as a policy too.
 
         Args:
             robot: registered robot name, or any :class:`~hik_sim.robots.RobotSpec` (a URDF robot
@@ -71,46 +82,35 @@ class IKController:
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
                 hybrid's seed network closed on its own error by
                 :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
-                least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped network alone, open loop;
-                ``regression`` is shipped for the IRB120 only), ``multistart`` (LM from the current joints, then random seeds,
-                10 in all), ``lm`` (LM from the current joints, then up to 49 random restarts,
-                single-target path), ``dm_control``. The first three need a network shipped for
-                the robot; for a robot without one, build ``IKController(SingleTargetIK(chain,
-                network))`` on your own trained network.
+                least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped
+                network alone, open loop, where shipped for the robot; so is any other network shipped
+                for it, e.g. ``harmoatt_4answers``, and a checkpoint path), ``multistart`` (LM from the
+                current joints, then random seeds, 10 in all), ``lm`` (LM from the current joints, then
+                up to 49 random restarts, single-target path), ``dm_control``. The network kinds need a
+                network shipped for the robot; for a robot without one, build
+                ``IKController(SingleTargetIK(chain, network))`` on your own trained network.
             **kwargs: :class:`IKController` arguments; ``lead_time`` defaults to the scenes' servo
                 lag, 2/ω for the default 20 Hz servos (≈ 16 ms).
 
         Raises:
             HikError: unknown kind or robot, or a kind that needs a network no one ships for the robot.
         """
-        from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
-        from hik_sim.robots import get_robot
         from hik_sim.scene import SceneOptions
 
-        if kind not in CONTROLLER_KINDS:
-            raise SolverError(f"unknown controller kind {kind!r}; kinds are: {', '.join(CONTROLLER_KINDS)}")
-        if not isinstance(robot, (str, RobotSpec)):  # None was a raw AttributeError deep in Chain
-            raise SolverError(f"robot must be a registered robot's name or a RobotSpec, got {robot!r}")
-        spec = get_robot(robot) if isinstance(robot, str) else robot
-        chain = Chain(spec)
-        if kind in NETWORK_KINDS and not any(n.startswith(f"{spec.name}/") for n in pretrained_names()):
-            raise SolverError(f"controller kind {kind!r} needs a network, and none is shipped for robot {spec.name!r}; kinds without "
-                           f"a network: {', '.join(k for k in CONTROLLER_KINDS if k not in NETWORK_KINDS)}; or build "
-                           "IKController(SingleTargetIK(chain, network)) on a network trained for it")
-        if kind == "hybrid":
-            solver: Any = SingleTargetIK(chain, load_pretrained(spec.name, hybrid_seed_name(spec.name)))
-        elif kind == "closed_loop":
-            solver = NeuralIK(load_pretrained(spec.name, hybrid_seed_name(spec.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS)
-        elif kind in ("harmoatt", "mlp", "cycleik", "regression"):
-            solver = NeuralIK(load_pretrained(spec.name, kind), chain)
-        elif kind == "multistart":
-            solver = MultistartIK(LMRefiner(chain), starts=10)
-        elif kind == "lm":
-            solver = SingleTargetIK(chain)
-        else:
-            from hik_sim.scene import build_scene
-
-            solver = DmControlIK(build_scene(chain.robot))
+        try:
+            solver = make_solver(kind, robot)
+        except UnknownSolverError as exc:
+            others = [n for n in exc.shipped if n not in CONTROLLER_KINDS]
+            kinds = (f"{DEFAULT_KIND} (the default), {', '.join(k for k in CONTROLLER_KINDS if k != DEFAULT_KIND)}"
+                     + (f", the networks shipped for {exc.robot.name} ({', '.join(others)})" if others else ""))
+            raise SolverError(f"unknown controller kind {kind!r}; kinds are: {kinds}, or a checkpoint path (.pt)") from None
+        except NetworkNotShippedError as exc:
+            if exc.shipped:
+                raise SolverError(f"controller kind {kind!r} needs the {kind} network, and none is shipped for robot "
+                                  f"{exc.robot.name!r} (shipped: {', '.join(exc.shipped)})") from None
+            raise SolverError(f"controller kind {kind!r} needs a network, and none is shipped for robot {exc.robot.name!r}; kinds "
+                              f"without a network: {', '.join(NETWORK_FREE_NAMES)}; or build IKController(SingleTargetIK(chain, "
+                              "network)) on a network trained for it") from None
         kwargs.setdefault("lead_time", SceneOptions().servo_lag)
         return cls(solver, **kwargs)
 
@@ -120,17 +120,15 @@ class IKController:
         self.last_result.clear()
 
     def _solve(self, pos: np.ndarray, quat: np.ndarray, q_now: np.ndarray) -> IKResult:
-        if isinstance(self.solver, SingleTargetIK):
-            return self.solver.solve_one(pos, quat, q_init=q_now)
-        if hasattr(self.solver, "solve"):
-            return self.solver.solve(torch.as_tensor(pos[None]), torch.as_tensor(quat[None]), torch.as_tensor(q_now[None]))
-        raise SolverError(f"{type(self.solver).__name__} is not an IK solver: it has neither solve_one nor solve")
+        if self._solve_one is not None:  # a SingleTargetSolver: one pose, no batch
+            return self._solve_one(pos, quat, q_init=q_now)
+        return self.solver.solve(torch.as_tensor(pos[None]), torch.as_tensor(quat[None]), torch.as_tensor(q_now[None]))
 
     def act(self, observation: dict[str, np.ndarray], index: int = 0) -> np.ndarray:
         """Joint targets (n,) for one environment's observation."""
         q_now = np.asarray(observation["joint_pos"], dtype=np.float64)
-        chain = getattr(self.solver, "chain", None) or getattr(getattr(self.solver, "refiner", None), "chain", None)
-        if chain is not None and q_now.shape != (chain.dof,):  # a network ignores q_init, and would command the wrong size
+        chain = self.solver.chain
+        if q_now.shape != (chain.dof,):  # a network ignores q_init, and would command the wrong size
             raise SolverError(f"joint_pos must hold the {chain.dof} chain joints of {chain.robot.name!r}, got shape {q_now.shape}")
         goal = np.asarray(observation["goal_pos"], dtype=np.float64)
         if self.lead_time and "goal_vel" in observation:
