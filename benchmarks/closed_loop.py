@@ -30,9 +30,9 @@ import torch
 
 from hik_sim.data import make_eval_set
 from hik_sim.experiments import TEST_SEED
-from hik_sim.kinematics import Chain
-from hik_sim.policies import hybrid_seed_name, load_pretrained
+from hik_sim.policies import hybrid_seed_name
 from hik_sim.robots import get_robot, robot_names
+from hik_sim.solver_registry import make_solver
 from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, NeuralIK
 
 CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
@@ -41,13 +41,13 @@ CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
 def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list[dict[str, object]]:
     """One row per number of corrections."""
     robot = get_robot(robot_name)
-    chain = Chain(robot)
-    name = hybrid_seed_name(robot_name)
-    network = load_pretrained(robot_name, name)
+    policy = make_solver("closed_loop", robot)  # the closed_loop policy: its network, with K = CLOSED_LOOP_CORRECTIONS
+    chain, network, name = policy.chain, policy.network, hybrid_seed_name(robot_name)
     batch = make_eval_set(chain, TEST_SEED, targets).batch
     rows = []
     for k in corrections:
-        result = NeuralIK(network, chain, corrections=k).solve(batch.pos, batch.quat)
+        solver = policy if k == policy.corrections else NeuralIK(network, chain, corrections=k)
+        result = solver.solve(batch.pos, batch.quat)
         pos_mm, rot_deg = 1000 * result.pos_err, torch.rad2deg(result.rot_err)
         rows.append({"robot": robot_name, "network": name, "corrections": k, "targets": targets,
                      "pos_mean_mm": float(pos_mm.mean()), "pos_median_mm": float(pos_mm.median()),

@@ -49,10 +49,10 @@ from hik_sim.data import make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.experiments import PAPER_IRB120, TARGET_SEED, hybrid_table
 from hik_sim.kinematics import Chain, reference_chain
-from hik_sim.policies import hybrid_seed_name, load_pretrained
 from hik_sim.robots import RobotSpec, get_robot, robot_names
 from hik_sim.rotations import position_error, rotation_error
-from hik_sim.solvers import REPORT_TOLERANCES, DmControlIK, SingleTargetIK
+from hik_sim.solver_registry import make_solver
+from hik_sim.solvers import REPORT_TOLERANCES
 
 
 
@@ -94,8 +94,7 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     chain = Chain(robot)
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     home = np.asarray(robot.home, dtype=float)
-    network = load_pretrained(robot.name, hybrid_seed_name(robot.name))
-    single = SingleTargetIK(chain, network)
+    single = make_solver("hybrid", robot)  # the controller's hybrid: SingleTargetIK on the seed network
     noise = np.random.default_rng(0).uniform(-0.05, 0.05, size=tuple(batch.q.shape))
     rows: list[dict[str, object]] = [
         _single("hik_sim single-target (network seed → LM)", chain, batch,
@@ -135,9 +134,7 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
         rows.append(_single("optik-py", chain, batch, solve_optik))
     except ImportError:
         rows.append({"solver": "optik-py", "missing": "pip install optik-py"})
-    from hik_sim.scene import build_scene
-
-    dm = DmControlIK(build_scene(robot))
+    dm = make_solver("dm_control", robot)
     dm_row = _single("dm_control qpos_from_site_pose (1 start)", chain, batch,
                      lambda i: dm.solve(batch.pos[i:i + 1], batch.quat[i:i + 1]).q[0].numpy())
     dm_row["limit_violations"] = dm.solve(batch.pos, batch.quat).extra["limit_violations"]

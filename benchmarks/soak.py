@@ -22,7 +22,7 @@ target; all batched solvers of a robot solve the same targets. Four kinds, in eq
 - **limit-pinned**: FK of random in-limit configurations with 1 to n joints (a random number,
   random joints) set exactly to their lower or upper limit.
 
-Solvers, built as :func:`hik_sim.evaluate.build_policy` builds them (shipped networks through
+Solvers, built by :func:`hik_sim.solver_registry.make_solver` as the evaluator builds them (shipped networks through
 :func:`hik_sim.policies.load_pretrained`, the hybrid's seed through
 :func:`~hik_sim.policies.hybrid_seed_name`): every network shipped for the robot alone
 (``NeuralIK``), ``closed_loop`` (``NeuralIK`` with 5 corrections), ``hybrid`` (``HybridIK``),
@@ -259,30 +259,30 @@ def _warm(chain: Chain, solve: Callable[..., IKResult]) -> Callable[[torch.Tenso
 
 
 def build_solvers(robot: RobotSpec) -> list[Solver]:
-    """Every solver a user can pick for ``robot``, built as the evaluator builds them."""
-    from hik_sim.evaluate import build_policy
-    from hik_sim.policies import hybrid_seed_name, pretrained_names
+    """Every solver a user can pick for ``robot``, from :func:`hik_sim.solver_registry.make_solver` as the evaluator builds them."""
+    from hik_sim.policies import hybrid_seed_name
+    from hik_sim.solver_registry import make_solver, shipped_networks
     from hik_sim.solvers import LMRefiner
 
     chain = Chain(robot)
-    shipped = [n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/")]
-    solvers = [Solver(f"{name} (NeuralIK)", "batch", build_policy(name, robot).solver.solve) for name in shipped]
+    shipped = shipped_networks(robot)
+    solvers = [Solver(f"{name} (NeuralIK)", "batch", make_solver(name, robot).solve) for name in shipped]
     if shipped:
         seed = hybrid_seed_name(robot.name)
-        closed = build_policy("closed_loop", robot).solver
+        closed = make_solver("closed_loop", robot)
         solvers.append(Solver(f"closed_loop ({seed}, NeuralIK, {closed.corrections} corrections)", "batch", closed.solve))
-        hybrid = build_policy("hybrid", robot)
-        solvers.append(Solver(f"hybrid ({seed} → HybridIK)", "batch", hybrid.solver.solve))
-    multistart = build_policy("multistart", robot).solver
+        hybrid = make_solver("hybrid", robot, batched=True)
+        solvers.append(Solver(f"hybrid ({seed} → HybridIK)", "batch", hybrid.solve))
+    multistart = make_solver("multistart", robot, batched=True)
     solvers.append(Solver(f"multistart (MultistartIK, {multistart.starts} starts)", "batch", multistart.solve))
     if shipped:  # the tracking path: warm-started from the current joints (here random in-limit ones)
-        solvers.append(Solver("hybrid, warm-started (HybridIK, q_init)", "batch", _warm(chain, hybrid.solver.solve)))
+        solvers.append(Solver("hybrid, warm-started (HybridIK, q_init)", "batch", _warm(chain, hybrid.solve)))
     solvers.append(Solver("multistart, warm-started (MultistartIK, q_init)", "batch", _warm(chain, multistart.solve)))
     solvers.append(Solver("LMRefiner (from home)", "batch", LMRefiner(chain).solve))
-    solvers.append(Solver("lm (SingleTargetIK.solve_one, 49 restarts)", "single", _single(build_policy("lm", robot).solver.solve_one),
+    solvers.append(Solver("lm (SingleTargetIK.solve_one, 49 restarts)", "single", _single(make_solver("lm", robot).solve_one),
                           single=True))
     if shipped:
-        controller = hybrid.controller.solver
+        controller = make_solver("hybrid", robot, network=hybrid.network)  # the controller's: SingleTargetIK on the same network
         solvers.append(Solver(f"hybrid controller ({seed} → SingleTargetIK.solve_one)", "single", _single(controller.solve_one),
                               single=True))
     solvers.append(Solver("dm_control (DmControlIK, per target)", "single", lambda p, q: _dm_control(robot).solve(p, q),
@@ -296,9 +296,9 @@ _DM: dict[str, Any] = {}
 def _dm_control(robot: RobotSpec) -> Any:
     """dm_control's solver on the robot's scene, built once (its scene takes a while)."""
     if robot.name not in _DM:
-        from hik_sim.evaluate import build_policy
+        from hik_sim.solver_registry import make_solver
 
-        _DM[robot.name] = build_policy("dm_control", robot).solver
+        _DM[robot.name] = make_solver("dm_control", robot)
     return _DM[robot.name]
 
 

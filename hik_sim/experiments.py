@@ -29,7 +29,8 @@ from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
 from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
 from hik_sim.robots import RobotSpec
-from hik_sim.solvers import REPORT_TOLERANCES, HybridIK, IKResult, LMRefiner, MultistartIK, NeuralIK
+from hik_sim.solver_registry import make_solver
+from hik_sim.solvers import REPORT_TOLERANCES, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK
 from hik_sim.train import evaluate_network
 
 __all__ = ["TEST_SEED", "TARGET_SEED", "PAPER_IRB120", "PAPER_HARMOATT", "PAPER_HYBRID", "PAPER_MULTISTART", "check_fair",
@@ -188,40 +189,41 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     """
     chain = Chain(robot)
     batch = make_eval_set(chain, seed, targets).batch
-    network = load_pretrained(robot.name, "harmoatt")
+    network = load_pretrained(robot.name, "harmoatt")  # the paper's hybrid on the cycle-trained network (below)
     seed_name = hybrid_seed_name(robot.name)
     seed_network = network if seed_name == "harmoatt" else load_pretrained(robot.name, seed_name)
-    refiner = LMRefiner(chain)
+    refiner = LMRefiner(chain)  # the paper's definitions' LM; ours come from the solver registry, as the evaluator builds them
     shipped = {name.split("/", 1)[1] for name in pretrained_names() if name.startswith(robot.name + "/")}
     fixed = JointSelection.for_chain(chain, {"joint_6": 0.0}) if robot.name == "irb120" else None
     fixed_batch = make_eval_set(chain, seed, targets, fixed).batch if fixed is not None else None
 
-    def full(solver: Callable[[], object]) -> Callable[[], IKResult]:
+    def full(solver: Callable[[], IKSolver]) -> Callable[[], IKResult]:
         return lambda: solver().solve(batch.pos, batch.quat)
+
+    def registered(name: str, **options: object) -> Callable[[], IKResult]:
+        return full(lambda: make_solver(name, robot, batched=True, **options))
 
     solvers: list[tuple[str, str, Callable[[], IKResult]]] = []
     if "regression" in shipped:
         regression = load_pretrained(robot.name, "regression")
-        solvers.append(("paper", "regression DNN (paper; full joint space)", full(lambda: NeuralIK(regression, chain))))
+        solvers.append(("paper", "regression DNN (paper; full joint space)", registered("regression")))
         if fixed_batch is not None and "regression_q6fixed" in shipped:
-            regression_fixed = load_pretrained(robot.name, "regression_q6fixed")
             solvers.append(("paper", "regression DNN (paper; q6 fixed)",
-                            lambda: NeuralIK(regression_fixed, chain).solve(fixed_batch.pos, fixed_batch.quat)))
+                            lambda: make_solver("regression_q6fixed", robot).solve(fixed_batch.pos, fixed_batch.quat)))
         solvers.append(("paper", PAPER_HYBRID, full(lambda: HybridIK(regression, refiner, restarts=0))))
     solvers.append(("paper", PAPER_MULTISTART, full(lambda: MultistartIK(refiner, starts=10, stop_early=False))))
-    solvers.append(("ours", "network (full joint space)", full(lambda: NeuralIK(network, chain))))
+    solvers.append(("ours", "network (full joint space)", registered("harmoatt")))
     if fixed_batch is not None and "harmoatt_q6fixed" in shipped:
-        fixed_network = load_pretrained(robot.name, "harmoatt_q6fixed")
-        solvers.append(("ours", "network (q6 fixed)", lambda: NeuralIK(fixed_network, chain).solve(fixed_batch.pos, fixed_batch.quat)))
+        solvers.append(("ours", "network (q6 fixed)", lambda: make_solver("harmoatt_q6fixed", robot).solve(fixed_batch.pos, fixed_batch.quat)))
     solvers.append(("ours", "hybrid, paper's definition on the cycle-trained network (1 answer → LM, no restarts)",
                     full(lambda: HybridIK(network, refiner, restarts=0))))
     if seed_network is not network and seed_network.hypotheses > 1:  # the hybrid's own seed network, and the hybrid without it
         solvers += [
-            ("ours", f"network, {seed_network.hypotheses} answers (full joint space)", full(lambda: NeuralIK(seed_network, chain))),
-            ("ours", "hybrid: 1-answer network + LM", full(lambda: HybridIK(network, refiner, restarts=9)))]
+            ("ours", f"network, {seed_network.hypotheses} answers (full joint space)", registered(seed_name)),
+            ("ours", "hybrid: 1-answer network + LM", registered("hybrid", network=network))]
     solvers += [
-        ("ours", "hybrid: network + LM", full(lambda: HybridIK(seed_network, refiner, restarts=9))),
-        ("ours", "multistart-10 LM", full(lambda: MultistartIK(refiner, starts=10))),
+        ("ours", "hybrid: network + LM", registered("hybrid", network=seed_network)),
+        ("ours", "multistart-10 LM", registered("multistart")),
     ]
     rows = [summarize(name, run(), targets) | {"definition": definition} for definition, name, run in solvers]
     by_name = {row["solver"]: row for row in rows}
