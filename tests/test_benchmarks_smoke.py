@@ -101,7 +101,7 @@ def test_ablation_quick_run_trains_fair_pairs_and_writes_tables(tmp_path: Path) 
     assert ablation.main(argv) == 0
     record = json.loads((tmp_path / "ablation.json").read_text())
     (row,) = record["models"]
-    assert row["steps"] == 5 and row["targets"] == 300
+    assert row["steps"] == {"harmoatt": 5, "mlp": 5} and row["budget"] == {"kind": "steps", "value": 5.0} and row["targets"] == 300
     params = row["parameters"]
     assert 0.9 <= params["mlp"] / params["harmoatt"] <= 1.1
     for model in ("harmoatt", "mlp"):
