@@ -25,7 +25,8 @@ Terms, each of which can be switched to its plain version for ablations:
   fusion degenerates into a fixed average and the adaptivity (and the temperature) is wasted;
   a small positive λ pushes each block to commit to the branch that suits the input, while the
   task loss keeps it from collapsing onto one branch for every input. A negative λ (maximising
-  entropy, keeping the branches balanced) is accepted for experiments. Plain version: λ = 0.
+  entropy, keeping the branches balanced) is accepted for experiments; at λ = 0.01 the two signs
+  measured alike (docs/networks.md, "Two readings of the abstract"). Plain version: λ = 0.
 
 For a network with several hypotheses (H answers per pose) the loss is *relaxed winner-takes-all*:
 per pose, the loss of the answer the network would choose (least position/tolerance +
