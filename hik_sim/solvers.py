@@ -305,7 +305,6 @@ class NeuralIK:
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
         return replace(result, wall_time=elapsed)
 
-
     def _fast_path(self) -> bool:
         """Build the batch-1 path once: :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs a pose,
         where torch at batch 1 costs about a millisecond) and MuJoCo's FK of one configuration.
