@@ -35,6 +35,21 @@ def test_shipped_checkpoints_load_and_match_their_cards(robot: str) -> None:
     assert pretrained_path(robot, "harmoatt").stat().st_size < 8 * 2**20
 
 
+@pytest.mark.parametrize("name", [n for n in pretrained_names() if n.split("/")[1] not in ("harmoatt", "mlp", "harmoatt_4answers")])
+def test_every_other_shipped_checkpoint_is_true_to_its_card(name: str) -> None:
+    robot, stem = name.split("/")
+    chain = Chain(robot_by_id(robot))
+    network = load_pretrained(robot, stem)
+    card = network.card
+    assert card.robot == robot and card.parameters > 0 and pretrained_path(robot, stem).stat().st_size < 5 * 2**20
+    targets = make_eval_set(chain, card.eval_set["seed"], card.eval_set["size"], network.selection)
+    metrics = evaluate_network(network, chain, targets)
+    assert metrics["pos_mean_mm"] == pytest.approx(card.metrics["pos_mean_mm"], rel=1e-6)
+    assert metrics["rot_mean_deg"] == pytest.approx(card.metrics["rot_mean_deg"], rel=1e-6)
+    if stem in ("cycleik", "regression", "regression_q6fixed"):  # trained with their papers' own objectives
+        assert card.model == stem.split("_")[0] and card.config["objective"] == card.model
+
+
 def test_irb120_ships_a_fixed_q6_network_and_unknown_names_fail() -> None:
     network = load_pretrained("irb120", "harmoatt_q6fixed")
     assert network.card.fixed_joints == {"joint_6": 0.0}
