@@ -753,10 +753,13 @@ class SingleTargetIK:
 
 
 def _one_target_fast(target_pos: Any, target_quat: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """A plain float target — numpy arrays of shapes (3,) and (4,), finite, within
+    """A plain float target — numpy arrays (or CPU tensors) of shapes (3,) and (4,), finite, within
     :data:`~hik_sim.network.MAX_TARGET_DISTANCE`, a non-zero quaternion — as float64 copies (the
     quaternion normalised), in a few µs; ``(None, None)`` for anything else (the full checks of
     :func:`check_targets` then run and name what is wrong)."""
+    if isinstance(target_pos, torch.Tensor) and isinstance(target_quat, torch.Tensor) and target_pos.device.type == "cpu" \
+            and target_quat.device.type == "cpu" and target_pos.dtype.is_floating_point and target_quat.dtype.is_floating_point:
+        target_pos, target_quat = target_pos.detach().numpy(), target_quat.detach().numpy()
     if not (isinstance(target_pos, np.ndarray) and isinstance(target_quat, np.ndarray) and target_pos.shape == (3,)
             and target_quat.shape == (4,) and target_pos.dtype.kind == "f" and target_quat.dtype.kind == "f"):
         return None, None
