@@ -490,6 +490,22 @@ def harmoatt_solve(P, I, S, N, pos, quat, x, out, work, max_distance):  # noqa: 
 GEOMETRY_STRIDE = 16
 
 
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def rodrigues(ax, ay, az, angle, M):  # noqa: ANN001, ANN201
+    """The rotation by ``angle`` [rad] about the unit axis (ax, ay, az), written into ``M`` (3, 3)."""
+    cq, sq = math.cos(angle), math.sin(angle)
+    vq = 1.0 - cq
+    M[0, 0] = cq + ax * ax * vq
+    M[0, 1] = ax * ay * vq - az * sq
+    M[0, 2] = ax * az * vq + ay * sq
+    M[1, 0] = ay * ax * vq + az * sq
+    M[1, 1] = cq + ay * ay * vq
+    M[1, 2] = ay * az * vq - ax * sq
+    M[2, 0] = az * ax * vq - ay * sq
+    M[2, 1] = az * ay * vq + ax * sq
+    M[2, 2] = cq + az * az * vq
+
+
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
 def scores(G, answers, pos, quat, pos_tol, rot_tol, out):  # noqa: ANN001, ANN201, C901
     """How badly each answer (H, n) reaches the target: position error / pos_tol + rotation error / rot_tol.
@@ -528,17 +544,7 @@ def scores(G, answers, pos, quat, pos_tol, rot_tol, out):  # noqa: ANN001, ANN20
             qv = answers[h, i]
             ax, ay, az = G[g + 12], G[g + 13], G[g + 14]
             if G[g + 15] != 0.0:  # revolute: J = origin rotation · Rodrigues(axis, q)
-                cq, sq = math.cos(qv), math.sin(qv)
-                vq = 1.0 - cq
-                M[0, 0] = cq + ax * ax * vq
-                M[0, 1] = ax * ay * vq - az * sq
-                M[0, 2] = ax * az * vq + ay * sq
-                M[1, 0] = ay * ax * vq + az * sq
-                M[1, 1] = cq + ay * ay * vq
-                M[1, 2] = ay * az * vq - ax * sq
-                M[2, 0] = az * ax * vq - ay * sq
-                M[2, 1] = az * ay * vq + ax * sq
-                M[2, 2] = cq + az * az * vq
+                rodrigues(ax, ay, az, qv, M)
                 for r in range(3):
                     for s in range(3):
                         J[r, s] = G[g + 3 * r] * M[0, s] + G[g + 3 * r + 1] * M[1, s] + G[g + 3 * r + 2] * M[2, s]

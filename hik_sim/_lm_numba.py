@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from hik_sim._fast_numba import GEOMETRY_STRIDE
+from hik_sim._fast_numba import GEOMETRY_STRIDE, rodrigues
 
 __all__ = ["fk_jacobian", "lm_refine", "lm_refine_batch"]
 
@@ -47,17 +47,7 @@ def fk_jacobian(G, q, pos, quat, jac):  # noqa: ANN001, ANN201
             origins[i, r] = p[r]
         qv = q[i]
         if G[g + 15] != 0.0:  # revolute: R = R · O · Rodrigues(axis, q)
-            cq, sq = math.cos(qv), math.sin(qv)
-            vq = 1.0 - cq
-            M[0, 0] = cq + ax * ax * vq
-            M[0, 1] = ax * ay * vq - az * sq
-            M[0, 2] = ax * az * vq + ay * sq
-            M[1, 0] = ay * ax * vq + az * sq
-            M[1, 1] = cq + ay * ay * vq
-            M[1, 2] = ay * az * vq - ax * sq
-            M[2, 0] = az * ax * vq - ay * sq
-            M[2, 1] = az * ay * vq + ax * sq
-            M[2, 2] = cq + az * az * vq
+            rodrigues(ax, ay, az, qv, M)
             for r in range(3):
                 for s in range(3):
                     R[r, s] = O[r, 0] * M[0, s] + O[r, 1] * M[1, s] + O[r, 2] * M[2, s]
