@@ -68,20 +68,20 @@ def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoa
         HikError: a network was not trained on equal terms with the reference.
     """
     ref = cards[reference]
+    ref_budget = training_budget(ref)
     problems = []
     for name, card in cards.items():
         terms = {"batch": (ref.config.get("batch"), card.config.get("batch")), "seed": (ref.config.get("seed"), card.config.get("seed")),
                  "hypotheses": (ref.model_options.get("hypotheses", 1), card.model_options.get("hypotheses", 1))}
         problems += [f"{name} {k}: {b} vs {a}" for k, (a, b) in terms.items() if a != b]
-        same_minutes = training_budget(ref)[0] == training_budget(card)[0] == "minutes" and training_budget(ref) == training_budget(card)
-        if not (same_minutes or ref.total_steps == card.total_steps):  # equal wall-clock minutes, or equal steps
-            problems.append(f"{name} budget: {training_budget(card)} vs {training_budget(ref)}")
+        budget = training_budget(card)
+        if not ((ref_budget[0] == "minutes" and budget == ref_budget) or ref.total_steps == card.total_steps):
+            problems.append(f"{name} budget: {budget} vs {ref_budget}")  # neither equal wall-clock minutes nor equal steps
         if not 0.9 <= card.parameters / ref.parameters <= 1.1:
             problems.append(f"{name} parameters {card.parameters} vs {ref.parameters}")
     if problems:
         raise HikError(f"{robot_name}: networks not trained on equal terms with {reference} ({'; '.join(problems)})")
-    kind, value = ("steps", float(ref.total_steps)) if all(c.total_steps == ref.total_steps for c in cards.values()) \
-        else training_budget(ref)
+    kind, value = ("steps", float(ref.total_steps)) if all(c.total_steps == ref.total_steps for c in cards.values()) else ref_budget
     return {"parameters": {name: card.parameters for name, card in cards.items()}, "budget": {"kind": kind, "value": value},
             "steps": {name: card.total_steps for name, card in cards.items()}, "batch": ref.config.get("batch"),
             "seed": ref.config.get("seed"), "hypotheses": ref.model_options.get("hypotheses", 1),

@@ -310,8 +310,12 @@ class NeuralIK:
         where torch at batch 1 costs about a millisecond) and MuJoCo's FK of one configuration.
         False for a network the fast forward pass does not cover (torch then answers)."""
         if self._fast is None:
+            import mujoco
+
             from hik_sim.fast_network import FastIKNetwork
             from hik_sim.single_target import SingleTargetKinematics
+
+            self._mujoco = mujoco
 
             try:
                 self._fast = FastIKNetwork.from_network(self.network)
@@ -326,8 +330,7 @@ class NeuralIK:
     def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
         """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
         the fast forward pass's 1e-5) and the same FK count as the batched path."""
-        import mujoco
-
+        mujoco = self._mujoco
         def answer(goal_pos: np.ndarray, goal_quat: np.ndarray) -> np.ndarray:
             return np.clip(self._fast.solve(goal_pos, goal_quat), *self._limits)
 
@@ -350,7 +353,7 @@ class NeuralIK:
                 score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
                 if score < best_score:
                     best_q, best_score = q, score
-                if pos_err < self.tolerance.position and rot_err < self.tolerance.rotation:
+                if self.tolerance.met(pos_err, rot_err):
                     break
                 goal_pos = goal_pos + (target_pos - reached.pos)
                 mujoco.mju_mulQuat(shifted, residual, goal_quat)
@@ -629,10 +632,10 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
 
 SINGLE_TARGET_RESTARTS = 49
 """Restarts of :class:`SingleTargetIK` after its first seeds fail (the network's other answers count).
-With the compiled LM a restart costs tens of µs, and only failing targets take them: on 3,000
-IRB120 targets 9 restarts solved 99.0 % (5 mm & 2°) and 49 solved 99.97 %, at the same median
-latency (0.13 ms); Panda, G1 and TALOS (1,000 each): 97.8–98.9 % → 99.9–100 %. The worst case
-(every restart run to its iteration cap) is about 10 ms."""
+With the compiled LM a restart costs tens of µs, and only failing targets take them. The same
+restarts in the batched hybrid solve 98.863 % (9) and 99.973 % (49) of 100,000 IRB120 targets
+within 5 mm & 2°, and 99.88–100 % (49) on the other robots (``benchmarks/success_rate.py``,
+docs/benchmarks.md). The worst case (every restart run to its iteration cap) is about 10 ms."""
 
 
 class SingleTargetIK:
@@ -744,7 +747,7 @@ class SingleTargetIK:
                 best = answer
             if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
                 break
-        met = best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation  # Tolerance.met, on floats
+        met = self.tolerance.met(best.pos_err, best.rot_err)
         counts = np.array([iterations, evals], dtype=np.int64)
         return IKResult(torch.from_numpy(best.q[None]), torch.from_numpy(np.array([best.pos_err])),
                         torch.from_numpy(np.array([best.rot_err])), torch.from_numpy(np.array([met])),
