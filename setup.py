@@ -46,7 +46,7 @@ setup(
         "viewer": ["viser>=1.1,<2"],
         # python -m hik_sim.train --tensorboard DIR
         "tensorboard": ["tensorboard>=2.14"],
-        # hik_sim.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback
+        # hik_sim.learning.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback
         "fast": ["numba>=0.59"],
     },
     entry_points={"console_scripts": []},

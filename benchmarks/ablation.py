@@ -35,16 +35,16 @@ from pathlib import Path
 
 import torch
 
-from hik_sim.checkpoint import Card
-from hik_sim.data import make_eval_set
+from hik_sim.learning.checkpoint import Card
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.experiments import TEST_SEED, compare_networks, shipped_pair
-from hik_sim.kinematics import Chain
-from hik_sim.losses import LossConfig
-from hik_sim.models import matched_mlp_hidden
-from hik_sim.network import IKNetwork
+from hik_sim.evaluation.experiments import TEST_SEED, compare_networks, shipped_pair
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.losses import LossConfig
+from hik_sim.learning.models import matched_mlp_hidden
+from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.train import TrainConfig, evaluate_network, train
+from hik_sim.learning.train import TrainConfig, evaluate_network, train
 
 METRICS = ("pos_mean_mm", "pos_median_mm", "pos_p95_mm", "rot_mean_deg", "rot_median_deg", "rot_p95_deg",
            "success_5mm_2deg", "success_10mm_20deg")

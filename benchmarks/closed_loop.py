@@ -2,7 +2,7 @@
 
 Per robot, the network the ``closed_loop`` policy uses (the hybrid's seed:
 ``hik_sim.policies.hybrid_seed_name``) answers 10,000 test targets (seed 2024) through
-:class:`~hik_sim.solvers.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
+:class:`~hik_sim.solvers.ik.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
 goal-shift corrections. No least-squares solver is involved; every FK is counted (the choice
 among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import torch
 
-from hik_sim.data import make_eval_set
-from hik_sim.experiments import TEST_SEED
+from hik_sim.learning.data import make_eval_set
+from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.policies import hybrid_seed_name
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solver_registry import make_solver
-from hik_sim.solvers import CLOSED_LOOP_CORRECTIONS, NeuralIK
+from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.ik import CLOSED_LOOP_CORRECTIONS, NeuralIK
 
 CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
 

@@ -44,15 +44,15 @@ from typing import Callable
 import numpy as np
 import torch
 
-from hik_sim.cli import add_robot_arguments, robot_from_args
-from hik_sim.data import make_eval_set
+from hik_sim.robots.cli import add_robot_arguments, robot_from_args
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.experiments import PAPER_IRB120, TARGET_SEED, hybrid_table
-from hik_sim.kinematics import Chain, reference_chain
+from hik_sim.evaluation.experiments import PAPER_IRB120, TARGET_SEED, hybrid_table
+from hik_sim.kinematics.chain import Chain, reference_chain
 from hik_sim.robots import RobotSpec, get_robot, robot_names
-from hik_sim.rotations import position_error, rotation_error
-from hik_sim.solver_registry import make_solver
-from hik_sim.solvers import REPORT_TOLERANCES
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.ik import REPORT_TOLERANCES
 
 
 
@@ -119,7 +119,7 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     try:
         import optik
 
-        from hik_sim.rotations import quaternion_to_matrix
+        from hik_sim.kinematics.rotations import quaternion_to_matrix
 
         optik_robot = optik.Robot.from_urdf_file(str(robot.urdf), robot.base_link, robot.ee_link)
         config = optik.SolverConfig()
@@ -179,7 +179,7 @@ def _pk_pseudo_inverse(robot: RobotSpec, chain: Chain, batch) -> dict[str, objec
 def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object]:  # noqa: ANN001
     from scipy.optimize import least_squares
 
-    from hik_sim.single_target import SingleTargetKinematics, SingleTargetLM
+    from hik_sim.solvers.single_target import SingleTargetKinematics, SingleTargetLM
 
     kinematics = SingleTargetKinematics(robot, chain.geometry)
     lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)

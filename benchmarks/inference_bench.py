@@ -61,10 +61,10 @@ try:  # run as a script from a checkout without installing the package
 except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hik_sim.data import make_eval_set
-from hik_sim.fast_network import FastIKNetwork, numba_available
-from hik_sim.kinematics import Chain
-from hik_sim.models import parameter_count
+from hik_sim.learning.data import make_eval_set
+from hik_sim.learning.fast_network import FastIKNetwork, numba_available
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.models import parameter_count
 from hik_sim.policies import PRETRAINED_DIR, load_pretrained
 from hik_sim.robots import get_robot
 

@@ -1,26 +1,26 @@
 """Speed of hik_sim's fast kinematics paths against pytorch-kinematics, measured side by side.
 
 What is measured, per robot (each hik_sim path against the reference pytorch-kinematics
-``SerialChain`` built by :func:`hik_sim.kinematics.reference_chain`, in the same process, on the
+``SerialChain`` built by :func:`hik_sim.kinematics.chain.reference_chain`, in the same process, on the
 same inputs):
 
 1. ``fk_float32`` / ``fk_float64`` — batched forward kinematics of B configurations:
    ``reference.forward_kinematics(q).get_matrix()`` against :meth:`Chain.fk
-   <hik_sim.kinematics.Chain.fk>`. ``Chain.fk`` also converts the rotation to a quaternion, so
+   <hik_sim.kinematics.chain.Chain.fk>`. ``Chain.fk`` also converts the rotation to a quaternion, so
    hik_sim does slightly more work than the reference here. Reported as time per batch and
    configurations per second.
 2. ``train_step_float32`` — the kinematic part of a training step: FK of B configurations with
    ``q.requires_grad``, a scalar loss on position and orientation, and ``loss.backward()``. Both
    sides compute the same function: position and unit quaternion (the reference's matrix goes
-   through :func:`hik_sim.rotations.matrix_to_quaternion`), loss
+   through :func:`hik_sim.kinematics.rotations.matrix_to_quaternion`), loss
    ``mean ‖p − p*‖² + mean (1 − ⟨q, q*⟩²)`` against FK targets of other configurations.
 3. ``jacobian_float64`` — batched geometric Jacobian: ``reference.jacobian(q)`` against
-   :meth:`Chain.jacobian <hik_sim.kinematics.Chain.jacobian>`.
+   :meth:`Chain.jacobian <hik_sim.kinematics.chain.Chain.jacobian>`.
 4. ``single_target_float64`` — latency of one FK + Jacobian for one configuration, the
    control-rate case: the reference's ``jacobian`` and ``forward_kinematics`` on a (1, n) tensor,
-   against :meth:`Chain.fk_and_jacobian <hik_sim.kinematics.Chain.fk_and_jacobian>` on the same
+   against :meth:`Chain.fk_and_jacobian <hik_sim.kinematics.chain.Chain.fk_and_jacobian>` on the same
    (1, n) tensor and :meth:`SingleTargetKinematics.fk_and_jacobian
-   <hik_sim.single_target.SingleTargetKinematics.fk_and_jacobian>` on an (n,) array. Inputs are
+   <hik_sim.solvers.single_target.SingleTargetKinematics.fk_and_jacobian>` on an (n,) array. Inputs are
    built before timing (no numpy → torch conversion is timed); calls cycle over a pool of distinct
    configurations.
 
@@ -75,12 +75,12 @@ try:  # run as a script from a checkout without installing the package
 except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hik_sim.cli import add_robot_arguments, robot_from_args
+from hik_sim.robots.cli import add_robot_arguments, robot_from_args
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain, reference_chain
+from hik_sim.kinematics.chain import Chain, reference_chain
 from hik_sim.robots import RobotSpec, get_robot, robot_names
-from hik_sim.rotations import matrix_to_quaternion, rotation_error
-from hik_sim.single_target import SingleTargetKinematics
+from hik_sim.kinematics.rotations import matrix_to_quaternion, rotation_error
+from hik_sim.solvers.single_target import SingleTargetKinematics
 
 __all__ = ["BenchConfig", "Timing", "Row", "time_side_by_side", "benchmark_robot", "markdown_table", "main"]
 

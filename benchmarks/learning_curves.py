@@ -21,7 +21,7 @@ Networks (``--models``):
 - ``harmoatt_map``: HarmoAtt-IK as hik_sim 0.1 built it (``map`` trunk; 2.2 % of the parameters in
   the fusion blocks), the design this one replaces;
 - ``cycleik``: CycleIK's generator with its own loss, optimiser and learning rate (the HarmoAtt-IK
-  paper's baseline, ``hik_sim.models.cycleik``), its width scaled to HarmoAtt-IK's parameter count;
+  paper's baseline, ``hik_sim.learning.models.cycleik``), its width scaled to HarmoAtt-IK's parameter count;
   one answer per pose only.
 
 Each name but ``cycleik`` takes ``--hypotheses H`` (H answers per pose, chosen by FK; the MLP gets as many).
@@ -51,12 +51,12 @@ from typing import Any
 
 import torch
 
-from hik_sim.data import make_eval_set
-from hik_sim.experiments import TEST_SEED
-from hik_sim.kinematics import Chain
-from hik_sim.models import matched_cycleik_width, matched_mlp_hidden
+from hik_sim.learning.data import make_eval_set
+from hik_sim.evaluation.experiments import TEST_SEED
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.models import matched_cycleik_width, matched_mlp_hidden
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.train import TrainConfig, evaluate_network, train
+from hik_sim.learning.train import TrainConfig, evaluate_network, train
 
 NETWORKS: dict[str, tuple[str, dict[str, Any]]] = {
     "harmoatt": ("harmoatt", {"trunk": "dense"}),

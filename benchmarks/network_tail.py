@@ -26,12 +26,12 @@ from pathlib import Path
 
 import torch
 
-from hik_sim.data import make_eval_set
-from hik_sim.experiments import TEST_SEED
-from hik_sim.kinematics import Chain
+from hik_sim.learning.data import make_eval_set
+from hik_sim.evaluation.experiments import TEST_SEED
+from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot
-from hik_sim.rotations import position_error, rotation_error
+from hik_sim.kinematics.rotations import position_error, rotation_error
 
 
 def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, object]:

@@ -5,7 +5,7 @@
 target; all batched solvers of a robot solve the same targets. Four kinds, in equal shares:
 
 - **reachable**: FK of configurations drawn uniformly inside the joint limits
-  (:func:`hik_sim.data.make_eval_set` with the soak's own seed);
+  (:func:`hik_sim.learning.data.make_eval_set` with the soak's own seed);
 - **unreachable**: the directions of reachable positions pushed out to 2–4 times the farthest
   reach measured over 20,000 reachable samples (no configuration can get there), with uniformly
   random orientations;
@@ -13,7 +13,7 @@ target; all batched solvers of a robot solve the same targets. Four kinds, in eq
   velocity × 0.2 m/rad, LM's rotation weight) loses rank. Found by sampling: per target, 8 random
   in-limit configurations each get one random joint set to 0, +π/2 or −π/2 (clamped into its
   limits; these values straighten an elbow or line up a wrist on many arms); the one whose
-  smallest singular value (:meth:`~hik_sim.kinematics.Chain.fk_and_jacobian`, 6th singular value)
+  smallest singular value (:meth:`~hik_sim.kinematics.chain.Chain.fk_and_jacobian`, 6th singular value)
   is least is kept, then moved 60 projected gradient steps down that singular value (autograd
   through ``torch.linalg.svdvals``), inside the limits. On the IRB120 this ends at the wrist
   singularity (joint 5 at 0, σ ~ 1e-8); on a 7-joint arm, whose Jacobian loses rank only where
@@ -22,7 +22,7 @@ target; all batched solvers of a robot solve the same targets. Four kinds, in eq
 - **limit-pinned**: FK of random in-limit configurations with 1 to n joints (a random number,
   random joints) set exactly to their lower or upper limit.
 
-Solvers, built by :func:`hik_sim.solver_registry.make_solver` as the evaluator builds them (shipped networks through
+Solvers, built by :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them (shipped networks through
 :func:`hik_sim.policies.load_pretrained`, the hybrid's seed through
 :func:`~hik_sim.policies.hybrid_seed_name`): every network shipped for the robot alone
 (``NeuralIK``), ``closed_loop`` (``NeuralIK`` with 5 corrections), ``hybrid`` (``HybridIK``),
@@ -38,7 +38,7 @@ the hybrid's seed network, as the hybrid policy's controller) and ``dm_control``
 Checks per solver and kind: no exception; answers of shape (B, n); no NaN or inf in q or in the
 reported errors; no joint outside ``chain.limits(torch.float64)`` (zero tolerance: a clamped answer
 must be inside); the reported errors match errors recomputed from the answer by an independent FK
-(pytorch-kinematics, :func:`hik_sim.kinematics.reference_fk`: within 1e-6 m and 1e-5 rad); success
+(pytorch-kinematics, :func:`hik_sim.kinematics.chain.reference_fk`: within 1e-6 m and 1e-5 rad); success
 reported only where the recomputed errors are within the tolerance (5 mm & 2°, with the same
 slack); no success on an unreachable target. Any failure makes the exit code 1.
 
@@ -69,12 +69,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from hik_sim.data import make_eval_set
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain, reference_fk
+from hik_sim.kinematics.chain import Chain, reference_fk
 from hik_sim.robots import RobotSpec, get_robot, robot_names
-from hik_sim.rotations import position_error, rotation_error
-from hik_sim.solvers import IKResult, Tolerance
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.solvers.ik import IKResult, Tolerance
 
 KINDS: tuple[str, ...] = ("reachable", "unreachable", "singular", "limit_pinned")
 SOAK_SEED = 16_000
@@ -259,10 +259,10 @@ def _warm(chain: Chain, solve: Callable[..., IKResult]) -> Callable[[torch.Tenso
 
 
 def build_solvers(robot: RobotSpec) -> list[Solver]:
-    """Every solver a user can pick for ``robot``, from :func:`hik_sim.solver_registry.make_solver` as the evaluator builds them."""
+    """Every solver a user can pick for ``robot``, from :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them."""
     from hik_sim.policies import hybrid_seed_name
-    from hik_sim.solver_registry import make_solver, shipped_networks
-    from hik_sim.solvers import LMRefiner
+    from hik_sim.solvers.registry import make_solver, shipped_networks
+    from hik_sim.solvers.ik import LMRefiner
 
     chain = Chain(robot)
     shipped = shipped_networks(robot)
@@ -296,7 +296,7 @@ _DM: dict[str, Any] = {}
 def _dm_control(robot: RobotSpec) -> Any:
     """dm_control's solver on the robot's scene, built once (its scene takes a while)."""
     if robot.name not in _DM:
-        from hik_sim.solver_registry import make_solver
+        from hik_sim.solvers.registry import make_solver
 
         _DM[robot.name] = make_solver("dm_control", robot)
     return _DM[robot.name]

@@ -22,11 +22,11 @@ from typing import Any
 
 import torch
 
-from hik_sim.data import make_eval_set
-from hik_sim.kinematics import Chain
+from hik_sim.learning.data import make_eval_set
+from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import hybrid_seed_name, load_pretrained
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers import HybridIK, LMRefiner
+from hik_sim.solvers.ik import HybridIK, LMRefiner
 
 SEED = 99
 

@@ -54,12 +54,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from hik_sim.checkpoint import Card, load_checkpoint, save_checkpoint
-from hik_sim.models import matched_mlp_hidden, size_options
-from hik_sim.network import IKNetwork
+from hik_sim.learning.checkpoint import Card, load_checkpoint, save_checkpoint
+from hik_sim.learning.models import matched_mlp_hidden, size_options
+from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.train import TrainConfig, train, train_to_checkpoint
+from hik_sim.learning.train import TrainConfig, train, train_to_checkpoint
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
 SEED_NETWORKS = {"irb120": 4}  # robot → answers of its hybrid seed network, harmoatt_<H>answers
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                              "regression, regression_q6fixed)")
     parser.add_argument("--hypotheses", type=int, default=1,
                         help="answers per pose of the harmoatt/mlp pair, chosen by FK (default 1; see "
-                             "hik_sim.models.common.LimitHead)")
+                             "hik_sim.learning.models.common.LimitHead)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR)
     parser.add_argument("--parallel", type=int, default=1, metavar="N",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-import hik_sim.train as train_module
+import hik_sim.learning.train as train_module
 from hik_sim.robots import get_robot
-from hik_sim.train import TrainConfig, train
+from hik_sim.learning.train import TrainConfig, train
 
 seen: dict[str, object] = {}
 

@@ -113,12 +113,12 @@ def test_ablation_quick_run_trains_fair_pairs_and_writes_tables(tmp_path: Path) 
 
 
 def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None:
-    from hik_sim.data import make_eval_set
-    from hik_sim.experiments import TEST_SEED
-    from hik_sim.kinematics import Chain
+    from hik_sim.learning.data import make_eval_set
+    from hik_sim.evaluation.experiments import TEST_SEED
+    from hik_sim.kinematics.chain import Chain
     from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
-    from hik_sim.train import evaluate_network
+    from hik_sim.learning.train import evaluate_network
 
     tail = _load_script("network_tail")
     assert tail.main(["--networks", "harmoatt", "harmoatt_4answers", "--targets", "400", "--out", str(tmp_path)]) == 0
@@ -134,7 +134,7 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
 
 
 def test_inference_bench_quick_run_times_every_path_and_checks_agreement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hik_sim.fast_network import numba_available
+    from hik_sim.learning.fast_network import numba_available
 
     inference = _load_script("inference_bench")
     networks = ["irb120/mlp", "irb120/harmoatt_4answers"]
@@ -183,9 +183,9 @@ def test_soak_quick_run_finds_no_nan_and_no_limit_violation(tmp_path: Path, caps
 def test_soak_counts_a_violation_and_fails() -> None:
     import torch
 
-    from hik_sim.kinematics import Chain
+    from hik_sim.kinematics.chain import Chain
     from hik_sim.robots import get_robot
-    from hik_sim.solvers import IKResult, Tolerance
+    from hik_sim.solvers.ik import IKResult, Tolerance
 
     soak = _load_script("soak")
     chain = Chain(get_robot("irb120"))

@@ -10,13 +10,13 @@ import pytest
 import torch
 from conftest import USER_URDF
 
-from hik_sim.data import make_eval_set
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.evaluate import EvalConfig, build_policy, summary_markdown
-from hik_sim.kinematics import Chain
+from hik_sim.evaluation.evaluate import EvalConfig, build_policy, summary_markdown
+from hik_sim.kinematics.chain import Chain
 from hik_sim.robots import get_robot
-from hik_sim.evaluate import main as evaluate_main
-from hik_sim.train import main as train_main
+from hik_sim.evaluation.evaluate import main as evaluate_main
+from hik_sim.learning.train import main as train_main
 
 TINY = ["--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.5", "--ik-targets", "100", "--no-progress"]
 
@@ -100,8 +100,8 @@ def test_any_network_shipped_for_the_robot_is_a_policy() -> None:
 
 @pytest.mark.slow
 def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
-    from hik_sim.evaluate import paper_suite
-    from hik_sim.experiments import PAPER_HYBRID, PAPER_MULTISTART
+    from hik_sim.evaluation.evaluate import paper_suite
+    from hik_sim.evaluation.experiments import PAPER_HYBRID, PAPER_MULTISTART
     from hik_sim.policies import pretrained_names
     from hik_sim.robots import HUMANOIDS
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from hik_sim.checkpoint import Card
+from hik_sim.learning.checkpoint import Card
 from hik_sim.errors import HikError
-from hik_sim.experiments import check_fair, harmoatt_headline, reductions, training_budget
+from hik_sim.evaluation.experiments import check_fair, harmoatt_headline, reductions, training_budget
 from hik_sim.policies import load_pretrained
 
 
@@ -65,11 +65,11 @@ def test_success_is_defined_once_and_the_single_pose_rotation_error_is_the_batch
     import numpy as np
     import torch
 
-    from hik_sim.metrics import SUCCESS_THRESHOLDS
-    from hik_sim.network import CHOICE_TOLERANCE
-    from hik_sim.rotations import rotation_error
-    from hik_sim.solvers import REPORT_TOLERANCES, Tolerance
-    from hik_sim.tolerances import LOOSE, SUCCESS, rotation_angle
+    from hik_sim.evaluation.metrics import SUCCESS_THRESHOLDS
+    from hik_sim.learning.network import CHOICE_TOLERANCE
+    from hik_sim.kinematics.rotations import rotation_error
+    from hik_sim.solvers.ik import REPORT_TOLERANCES, Tolerance
+    from hik_sim.kinematics.tolerances import LOOSE, SUCCESS, rotation_angle
 
     assert Tolerance() == SUCCESS == REPORT_TOLERANCES["5mm_2deg"] and (SUCCESS.position, SUCCESS.rotation) == CHOICE_TOLERANCE
     assert {name: (p, r) for name, p, r in SUCCESS_THRESHOLDS} == {

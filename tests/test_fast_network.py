@@ -2,7 +2,7 @@
 
 The reference is the torch network in float64 (``copy.deepcopy(network).double()``): the float32
 network is not reproducible to 1e-5 by any other program, not even by itself at another batch size
-(see :mod:`hik_sim.fast_network`); its float64 forward pass of the same weights is.
+(see :mod:`hik_sim.learning.fast_network`); its float64 forward pass of the same weights is.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-from hik_sim import fast_network
-from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning import fast_network
+from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.fast_network import FastIKNetwork, numba_available
-from hik_sim.kinematics import Chain
-from hik_sim.network import IKNetwork
+from hik_sim.learning.fast_network import FastIKNetwork, numba_available
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR, load_pretrained
 from hik_sim.robots import get_robot
-from hik_sim.single_target import SingleTargetKinematics
+from hik_sim.solvers.single_target import SingleTargetKinematics
 
 TOLERANCE = 1e-5  # [rad or m], joint values
 TARGETS = 200
@@ -215,8 +215,8 @@ def test_a_single_answer_network_runs_no_kinematics(irb120: Chain) -> None:
 @pytest.mark.skipif(not numba_available(), reason="the compiled backend needs numba (the 'fast' extra)")
 @pytest.mark.parametrize("robot_name", ["irb120", "panda", "g1", "user_arm"])
 def test_compiled_scores_match_mujoco_forward_kinematics(robot_name: str) -> None:
-    from hik_sim import _fast_numba
-    from hik_sim.network import CHOICE_TOLERANCE
+    from hik_sim.learning import _fast_numba
+    from hik_sim.learning.network import CHOICE_TOLERANCE
 
     from conftest import robot_by_id
 
@@ -250,7 +250,7 @@ def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("variant", ["dense_3answers", "mlp"])
 def test_single_target_ik_seeds_with_the_fast_network(irb120: Chain, variant: str) -> None:
-    from hik_sim.solvers import SingleTargetIK
+    from hik_sim.solvers.ik import SingleTargetIK
 
     network = _tiny(irb120, *TINY[variant])
     solver = SingleTargetIK(irb120, network, max_iterations=0, restarts=0)  # the answer is the seed itself
@@ -275,7 +275,7 @@ def test_tanh_gelu_networks_agree_with_torch(irb120: Chain, variant: str, backen
 
 
 def test_limits_on_targets_are_the_network_module_s() -> None:
-    from hik_sim import network
+    from hik_sim.learning import network
 
     assert fast_network.MAX_TARGET_DISTANCE == network.MAX_TARGET_DISTANCE
 

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain, reference_fk
+from hik_sim.kinematics.chain import Chain, reference_fk
 from hik_sim.robots import RobotSpec
-from hik_sim.rotations import (
+from hik_sim.kinematics.rotations import (
     canonical_quaternion,
     matrix_to_quaternion,
     position_error,
@@ -23,7 +23,7 @@ from hik_sim.rotations import (
     quaternion_to_matrix,
     rotation_error,
 )
-from hik_sim.single_target import SingleTargetKinematics
+from hik_sim.solvers.single_target import SingleTargetKinematics
 
 
 def _random_quaternions(n: int, seed: int = 0) -> torch.Tensor:

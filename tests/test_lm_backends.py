@@ -7,19 +7,19 @@ import pytest
 import torch
 from conftest import robot_by_id
 
-from hik_sim.data import make_eval_set
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
+from hik_sim.kinematics.chain import Chain
 from hik_sim.robots import robot_names
-from hik_sim.single_target import SingleTargetKinematics, SingleTargetLM
+from hik_sim.solvers.single_target import SingleTargetKinematics, SingleTargetLM
 
 pytest.importorskip("numba")
 
 
 @pytest.mark.parametrize("robot", robot_names())
 def test_compiled_fk_and_jacobian_match_mujoco(robot: str) -> None:
-    from hik_sim._lm_numba import fk_jacobian
-    from hik_sim.fast_network import _flat_geometry
+    from hik_sim.solvers._lm_numba import fk_jacobian
+    from hik_sim.learning.fast_network import _flat_geometry
 
     spec = robot_by_id(robot)
     chain = Chain(spec)
@@ -66,8 +66,8 @@ def test_an_unknown_backend_is_refused() -> None:
 
 @pytest.mark.parametrize("robot", ["irb120", "g1"])
 def test_batched_lm_backends_agree_and_hold_fixed_joints(robot: str) -> None:
-    from hik_sim.data import JointSelection
-    from hik_sim.solvers import LMRefiner
+    from hik_sim.learning.data import JointSelection
+    from hik_sim.solvers.ik import LMRefiner
 
     chain = Chain(robot_by_id(robot))
     targets = make_eval_set(chain, 22, 200).batch

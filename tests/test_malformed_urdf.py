@@ -5,7 +5,7 @@ base and end-effector links, the exact exception class expected, and a piece of 
 must contain (the thing that is wrong, or the valid choices). Some cases also write extra files
 (meshes, folders) next to the URDF or pass ``home=``. The URDF is written into ``tmp_path`` and
 given to :func:`~hik_sim.robots.robot_from_urdf`; scene cases (a mesh that exists but cannot be
-read) build the robot first and expect :func:`~hik_sim.scene.build_scene` to fail.
+read) build the robot first and expect :func:`~hik_sim.sim.build_scene` to fail.
 
 Each test runs under a hard time limit (a malformed file must never hang a parser), and the
 exception must be raised by hik_sim itself, never escape from inside a library. Valid controls
@@ -25,7 +25,7 @@ import pytest
 import hik_sim
 from hik_sim.errors import ChainError, HikError, MeshError, UrdfError
 from hik_sim.robots import robot_from_urdf
-from hik_sim.scene import build_scene
+from hik_sim.sim import build_scene
 
 TIME_LIMIT_S = 20
 
@@ -471,7 +471,7 @@ def test_valid_chain_below_the_root_holds_the_other_joint(tmp_path: Path) -> Non
     assert spec.held_joints == {"j2": -0.25}
 
 
-# Known bugs in hik_sim/scene.py (another engineer owns that file); strict, so a fix is noticed.
+# Known bugs in hik_sim/sim.py (another engineer owns that file); strict, so a fix is noticed.
 
 
 def test_link_named_like_a_scene_body(tmp_path: Path) -> None:

@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from hik_sim.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
-from hik_sim.losses import CompositeLoss, LossConfig, adaptive_smooth_l1, fusion_entropy, geodesic_angle
-from hik_sim.models import MODEL_KINDS, build_model, matched_mlp_hidden, mlp_hidden_for, parameter_count
-from hik_sim.rotations import quaternion_multiply, rotation_error
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.losses import CompositeLoss, LossConfig, adaptive_smooth_l1, fusion_entropy, geodesic_angle
+from hik_sim.learning.models import MODEL_KINDS, build_model, matched_mlp_hidden, mlp_hidden_for, parameter_count
+from hik_sim.kinematics.rotations import quaternion_multiply, rotation_error
 
 TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "feed_forward": 32}}
 
@@ -251,13 +251,13 @@ def test_harmoatt_fusion_blocks_carry_the_model_and_the_ablation_removes_only_th
 
 
 def test_a_card_without_a_trunk_is_the_map_trunk_of_hik_sim_0_1() -> None:
-    from hik_sim.checkpoint import LEGACY_HARMOATT_OPTIONS
+    from hik_sim.learning.checkpoint import LEGACY_HARMOATT_OPTIONS
     from hik_sim.policies import load_pretrained
 
     network = load_pretrained("irb120", "harmoatt")  # shipped before the dense trunk existed
     assert network.model.trunk == "map" and network.card.model_options["trunk"] == "map"
     assert {k: network.card.model_options[k] for k in LEGACY_HARMOATT_OPTIONS} == LEGACY_HARMOATT_OPTIONS
-    from hik_sim.train import TrainConfig
+    from hik_sim.learning.train import TrainConfig
 
     assert dict(TrainConfig(model="harmoatt").model_options)["trunk"] == "dense"  # new runs always say which
     assert "trunk" not in dict(TrainConfig(model="mlp").model_options)

@@ -17,19 +17,19 @@ import numpy as np
 import pytest
 import torch
 
-from hik_sim.checkpoint import Card, load_checkpoint, read_checkpoint
-from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.checkpoint import Card, load_checkpoint, read_checkpoint
+from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError, TrainingError
-from hik_sim.fast_network import FastIKNetwork, numba_available
-from hik_sim.kinematics import Chain
-from hik_sim.losses import CycleIKLoss, RegressionLoss, cycleik_orientation_loss, cycleik_position_loss
-from hik_sim.models import (CYCLEIK_PROFILES, CycleIKGenerator, RegressionIK, build_model, matched_cycleik_width,
+from hik_sim.learning.fast_network import FastIKNetwork, numba_available
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.losses import CycleIKLoss, RegressionLoss, cycleik_orientation_loss, cycleik_position_loss
+from hik_sim.learning.models import (CYCLEIK_PROFILES, CycleIKGenerator, RegressionIK, build_model, matched_cycleik_width,
                             parameter_count, size_options)
-from hik_sim.models.cycleik import cycleik_layers, cycleik_parameters
-from hik_sim.network import IKNetwork
+from hik_sim.learning.models.cycleik import cycleik_layers, cycleik_parameters
+from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import get_robot
-from hik_sim.train import TrainConfig, train
-from hik_sim.train import main as train_main
+from hik_sim.learning.train import TrainConfig, train
+from hik_sim.learning.train import main as train_main
 
 BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
 TINY = {"cycleik": {"width": 0.02}, "regression": {"hidden": 24}}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import reach_successes, robot_by_id
 
-from hik_sim.data import make_eval_set
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
+from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import load_pretrained, pretrained_names, pretrained_path
 from hik_sim.robots import robot_names
-from hik_sim.train import evaluate_network
+from hik_sim.learning.train import evaluate_network
 
 
 @pytest.mark.slow
@@ -120,7 +120,7 @@ def test_readme_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> N
     import sys
     from pathlib import Path
 
-    from hik_sim.experiments import compare_networks, shipped_pair
+    from hik_sim.evaluation.experiments import compare_networks, shipped_pair
 
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("ablation", root / "benchmarks" / "ablation.py")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_malformed_urdf import TETRA_ASCII_STL
 
-from hik_sim import meshes
+from hik_sim.robots import meshes
 
 
 def test_two_processes_converting_one_mesh_do_not_clash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +32,7 @@ def test_two_processes_converting_one_mesh_do_not_clash(tmp_path: Path, monkeypa
 
 def test_the_evaluators_multistart_does_not_replay_its_targets() -> None:
     # `evaluate --robot irb120 --policy multistart --ik-targets 500` at the default seed 0 said 100.0 %, 0.000 mm
-    from hik_sim.evaluate import EvalConfig, build_policy, ik_accuracy
+    from hik_sim.evaluation.evaluate import EvalConfig, build_policy, ik_accuracy
     from hik_sim.robots import get_robot
 
     robot = get_robot("irb120")
@@ -45,7 +45,7 @@ def test_the_evaluators_multistart_does_not_replay_its_targets() -> None:
 
 
 def test_two_runs_started_in_the_same_second_get_a_folder_each(tmp_path: Path) -> None:
-    from hik_sim.evaluate import claim_run_folder
+    from hik_sim.evaluation.evaluate import claim_run_folder
 
     name = tmp_path / "runs" / "irb120-20250101-120000"
     first, made_first = claim_run_folder(name, unique=True)
@@ -56,7 +56,7 @@ def test_two_runs_started_in_the_same_second_get_a_folder_each(tmp_path: Path) -
 
 def test_an_explicit_out_must_be_a_new_or_empty_writable_folder(tmp_path: Path) -> None:
     from hik_sim.errors import OutputError
-    from hik_sim.evaluate import claim_run_folder
+    from hik_sim.evaluation.evaluate import claim_run_folder
 
     used = tmp_path / "used"
     used.mkdir()
@@ -75,7 +75,7 @@ def test_an_explicit_out_must_be_a_new_or_empty_writable_folder(tmp_path: Path) 
 
 def test_the_evaluator_cli_reports_a_bad_out_and_a_failed_run_leaves_no_folder(tmp_path: Path, capsys,  # noqa: ANN001
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from hik_sim.evaluate import main
+    from hik_sim.evaluation.evaluate import main
 
     (tmp_path / "taken").write_text("x")
     with pytest.raises(SystemExit) as exited:
@@ -95,7 +95,7 @@ def test_the_evaluator_cli_reports_a_bad_out_and_a_failed_run_leaves_no_folder(t
 def test_a_six_joint_user_robot_tracks_with_the_policies_that_need_no_network(tmp_path: Path) -> None:
     import json
 
-    from hik_sim.evaluate import main
+    from hik_sim.evaluation.evaluate import main
     from hik_sim.robots import get_robot
 
     out = tmp_path / "run"  # the IRB120's URDF loaded as a user would: robot 'abb_irb120', no shipped network
@@ -129,7 +129,7 @@ def test_a_controller_for_any_robot_spec() -> None:
 
 
 def test_scene_check_with_no_samples_is_a_clear_error(capsys) -> None:  # noqa: ANN001
-    from hik_sim.scene import main
+    from hik_sim.sim import main
 
     with pytest.raises(SystemExit) as exited:
         main(["--robot", "irb120", "--samples", "0"])
@@ -152,7 +152,7 @@ def test_an_env_too_wide_for_the_offscreen_buffer_fails_when_made() -> None:
 
 def test_names_longer_than_the_os_allows_are_clear_errors(tmp_path: Path) -> None:
     from hik_sim.errors import OutputError, UrdfError
-    from hik_sim.evaluate import claim_run_folder
+    from hik_sim.evaluation.evaluate import claim_run_folder
     from hik_sim.robots import robot_from_urdf
 
     too_long = "u" * 300  # the mesh names inside a URDF: see test_malformed_urdf's mesh-name-too-long
@@ -263,7 +263,7 @@ CLI_CORPUS = [
     ("robots", ["--urdf", "{irb120_urdf}", "--base", "base_link", "--ee", "nope"], r"end-effector link 'nope' is not a link .*links are"),
 ]
 
-CLI_MAIN = {"train": "hik_sim.train", "evaluate": "hik_sim.evaluate", "scene": "hik_sim.scene", "robots": "hik_sim.robots.__main__"}
+CLI_MAIN = {"train": "hik_sim.learning.train", "evaluate": "hik_sim.evaluation.evaluate", "scene": "hik_sim.sim", "robots": "hik_sim.robots.__main__"}
 CLI_DEFAULTS = {"train": TRAIN_DEFAULTS, "evaluate": EVAL_DEFAULTS, "scene": SCENE_DEFAULTS, "robots": []}
 
 
@@ -318,10 +318,10 @@ SOLVER_NAMES = ["NeuralIK", "closed_loop", "HybridIK", "MultistartIK", "LMRefine
 
 @pytest.fixture(scope="module")
 def solvers() -> dict[str, object]:
-    from hik_sim.kinematics import Chain
+    from hik_sim.kinematics.chain import Chain
     from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
-    from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+    from hik_sim.solvers.ik import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
 
     chain = Chain(get_robot("irb120"))
     one, four = load_pretrained("irb120", "harmoatt"), load_pretrained("irb120", "harmoatt_4answers")
@@ -374,7 +374,7 @@ def _solver_constructions() -> list:
     from hik_sim.errors import SolverError
 
     def chain(name: str = "irb120"):  # noqa: ANN202
-        from hik_sim.kinematics import Chain
+        from hik_sim.kinematics.chain import Chain
         from hik_sim.robots import get_robot
 
         return Chain(get_robot(name))
@@ -384,11 +384,11 @@ def _solver_constructions() -> list:
 
         return load_pretrained(robot, name)
 
-    from hik_sim.kinematics import Chain
-    from hik_sim.solvers import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
+    from hik_sim.kinematics.chain import Chain
+    from hik_sim.solvers.ik import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
 
     def _dm_control():  # noqa: ANN202
-        from hik_sim.evaluate import build_policy
+        from hik_sim.evaluation.evaluate import build_policy
         from hik_sim.robots import get_robot
 
         return build_policy("dm_control", get_robot("irb120")).solver
@@ -423,7 +423,7 @@ def _solver_constructions() -> list:
         ("DmControlIK q_init NaN", lambda: _dm_control().solve([[0.4, 0, 0.5]], [[1.0, 0, 0, 0]], torch.full((1, 6), math.nan)),
          HikError, r"q_init must be finite"),
         ("Chain of a robot's name", lambda: Chain("irb120"), HikError, r"Chain takes a RobotSpec .*got 'irb120'"),
-        ("build_scene of a robot's name", lambda: __import__("hik_sim.scene", fromlist=["build_scene"]).build_scene("irb120"), HikError,
+        ("build_scene of a robot's name", lambda: __import__("hik_sim.sim", fromlist=["build_scene"]).build_scene("irb120"), HikError,
          r"build_scene takes a RobotSpec .*got 'irb120'"),
         ("Chain.sample(-1)", lambda: chain().sample(-1, torch.Generator()), HikError, r"batch must be a whole number >= 0, got -1"),
         ("Chain.fk of a list", lambda: chain().fk([[0.0] * 6]), HikError, r"joint angles must be a torch.Tensor of shape \(B, 6\)"),
@@ -476,7 +476,7 @@ def test_robot_from_urdf_refuses_bad_keyword_values() -> None:
                                                   ({"timestep": math.nan}, r"timestep must be in \(0, 0.01\] s, got nan"),
                                                   ({"natural_frequency": math.inf}, r"natural_frequency must be in \(0, 125\] Hz")])
 def test_scene_options_out_of_range_raise_a_hik_error(options: dict, message: str) -> None:
-    from hik_sim.scene import SceneOptions
+    from hik_sim.sim import SceneOptions
 
     with pytest.raises(HikError, match=message):
         SceneOptions(**options)
@@ -608,7 +608,7 @@ def test_a_controller_for_a_bad_robot_or_kind_raises_a_hik_error(robot, kind: st
 
 
 def _payload() -> dict:
-    from hik_sim.checkpoint import read_checkpoint
+    from hik_sim.learning.checkpoint import read_checkpoint
     from hik_sim.policies import pretrained_path
 
     return read_checkpoint(pretrained_path("irb120", "mlp"))
@@ -713,7 +713,7 @@ CHECKPOINT_CORPUS = [
 def test_a_bad_checkpoint_raises_a_hik_error_naming_the_problem(case: str, make, message: str, tmp_path: Path) -> None:  # noqa: ANN001
     import warnings
 
-    from hik_sim.checkpoint import load_checkpoint
+    from hik_sim.learning.checkpoint import load_checkpoint
     from hik_sim.robots import get_robot
 
     path = make(tmp_path)

@@ -17,10 +17,10 @@ import pytest
 
 import hik_sim.envs  # noqa: F401  (registers the environments)
 from hik_sim.errors import HikError, OutputError
-from hik_sim.evaluate import EvalConfig
-from hik_sim.evaluate import main as evaluate_main
-from hik_sim.report import VideoEntry, markdown_to_html, write_report_html
-from hik_sim.video import EE_TRAIL_RGBA, Recording, RolloutRenderer, VideoOptions, annotate, tile, write_rollout_videos
+from hik_sim.evaluation.evaluate import EvalConfig
+from hik_sim.evaluation.evaluate import main as evaluate_main
+from hik_sim.evaluation.report import VideoEntry, markdown_to_html, write_report_html
+from hik_sim.sim.video import EE_TRAIL_RGBA, Recording, RolloutRenderer, VideoOptions, annotate, tile, write_rollout_videos
 
 W, H = 128, 96  # tiny frames: the tests render on a shared CPU
 VOID = {"meta", "img", "br", "hr", "link", "input", "source"}
@@ -234,7 +234,7 @@ def test_markdown_tables_become_html_tables_and_a_page_never_names_a_missing_fil
 
 
 def test_the_paper_suite_folder_gets_a_page_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hik_sim.evaluate as evaluate
+    import hik_sim.evaluation.evaluate as evaluate
 
     def tiny_suite(out: Path, targets: int, progress: bool) -> dict:
         text = "# The seed papers' experiments\n\n| solver | pos mean [mm] |\n|---|---:|\n| hybrid | 0.012 |\n| *published hybrid* | *0.5* |\n"

@@ -12,10 +12,10 @@ import torch
 from conftest import ALL_ROBOTS, USER_URDF, robot_by_id
 
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
-from hik_sim.meshes import mujoco_mesh
-from hik_sim.scene import Scene, SceneOptions, build_scene, check_scene, render_frame, repair_inertia
-from hik_sim.scene import main as scene_main
+from hik_sim.kinematics.chain import Chain
+from hik_sim.robots.meshes import mujoco_mesh
+from hik_sim.sim import Scene, SceneOptions, build_scene, check_scene, render_frame, repair_inertia
+from hik_sim.sim import main as scene_main
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from conftest import ALL_ROBOTS, USER_URDF, robot_by_id
 
-import hik_sim.urdf
+import hik_sim.robots.urdf
 from hik_sim.robots import robot_from_urdf
-from hik_sim.scene import DERIVATION, build_scene, describe, mujoco_urdf
-from hik_sim.scene import main as scene_main
+from hik_sim.sim import DERIVATION, build_scene, describe, mujoco_urdf
+from hik_sim.sim import main as scene_main
 
-# Fingerprints of the compiled scenes that hik_sim/scene.py (one module, three compiles) built
-# before it was split into the hik_sim.scene package. A failure means the scene changed: if the
+# Fingerprints of the compiled scenes that hik_sim/sim.py (one module, three compiles) built
+# before it was split into the hik_sim.sim package. A failure means the scene changed: if the
 # change is meant, print fingerprint(build_scene(robot).model) for each robot and update the table.
 FINGERPRINTS = {
     "irb120": "a6ef238d41b57ab6",
@@ -74,13 +74,13 @@ def _fresh_user_urdf(tmp_path: Path) -> Path:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every URDF XML parse from here on, as the list of parsed paths."""
     seen: list[Path] = []
-    parse = hik_sim.urdf._parse_xml
+    parse = hik_sim.robots.urdf._parse_xml
 
     def counting(data: bytes, path: Path):  # noqa: ANN202
         seen.append(path)
         return parse(data, path)
 
-    monkeypatch.setattr(hik_sim.urdf, "_parse_xml", counting)
+    monkeypatch.setattr(hik_sim.robots.urdf, "_parse_xml", counting)
     return seen
 
 
@@ -110,7 +110,7 @@ def test_the_urdf_tree_a_scene_rewrites_is_its_own_copy(tmp_path: Path) -> None:
     robot = robot_from_urdf(_fresh_user_urdf(tmp_path), "base", "tool")
     first = mujoco_urdf(robot)
     assert "<mujoco>" in first and mujoco_urdf(robot) == first  # the cached tree was not rewritten in place
-    _, tree = hik_sim.urdf.load_urdf_tree(robot.urdf)
+    _, tree = hik_sim.robots.urdf.load_urdf_tree(robot.urdf)
     assert tree.find("mujoco") is None
 
 

@@ -10,14 +10,14 @@ import pytest
 import torch
 from conftest import ALL_ROBOTS, robot_by_id, user_robot
 
-from hik_sim.data import make_eval_set
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError, SolverError
-from hik_sim.kinematics import Chain
+from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_path
 from hik_sim.robots import get_robot
-from hik_sim.solver_registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
+from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
                                      make_solver, shipped_networks, solver_names)
-from hik_sim.solvers import (CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK,
+from hik_sim.solvers.ik import (CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK,
                              SingleTargetIK, SingleTargetSolver, _merge)
 
 # dm_control builds the robot's whole scene: every robot's is built by the slow test below
@@ -66,7 +66,7 @@ def _direct(name: str, chain: Chain, batched: bool):  # noqa: ANN202
     if name == "lm":
         return SingleTargetIK(chain)
     if name == "dm_control":
-        from hik_sim.scene import build_scene
+        from hik_sim.sim import build_scene
 
         return DmControlIK(build_scene(robot))
     return NeuralIK(load_pretrained(robot.name, name), chain)
@@ -163,7 +163,7 @@ def test_unknown_names_list_the_valid_ones() -> None:
 
 
 def test_the_controller_and_the_evaluator_accept_the_same_names() -> None:
-    from hik_sim.evaluate import build_policy
+    from hik_sim.evaluation.evaluate import build_policy
     from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
 
     assert CONTROLLER_KINDS == SOLVER_NAMES

@@ -9,14 +9,14 @@ import pytest
 import torch
 from conftest import robot_by_id
 
-from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
-from hik_sim.network import IKNetwork
-from hik_sim.solvers import _restarts
-from hik_sim.solvers import (HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance, check_targets, restart_rng,
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.network import IKNetwork
+from hik_sim.solvers.ik import _restarts
+from hik_sim.solvers.ik import (HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance, check_targets, restart_rng,
                              rotation_residual)
-from hik_sim.train import TrainConfig, train
+from hik_sim.learning.train import TrainConfig, train
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_rotation_residual_is_the_axis_angle() -> None:
 
 
 def test_single_target_path_tracks_without_branch_jumps(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
-    from hik_sim.solvers import SingleTargetIK
+    from hik_sim.solvers.ik import SingleTargetIK
 
     solver = SingleTargetIK(irb120, tiny_network)
     targets = make_eval_set(irb120, 8, 30).batch
@@ -220,8 +220,8 @@ def test_single_target_path_tracks_without_branch_jumps(irb120: Chain, tiny_netw
 
 
 def test_dm_control_peer_reports_its_limit_violations(irb120: Chain) -> None:
-    from hik_sim.scene import build_scene
-    from hik_sim.solvers import DmControlIK
+    from hik_sim.sim import build_scene
+    from hik_sim.solvers.ik import DmControlIK
 
     targets = make_eval_set(irb120, 9, 20).batch
     result = DmControlIK(build_scene(irb120.robot)).solve(targets.pos, targets.quat)

@@ -9,15 +9,15 @@ import pytest
 import torch
 from conftest import USER_URDF, robot_by_id, user_robot
 
-from hik_sim.checkpoint import Card, load_checkpoint, read_checkpoint
-from hik_sim.data import make_eval_set
+from hik_sim.learning.checkpoint import Card, load_checkpoint, read_checkpoint
+from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
-from hik_sim.kinematics import Chain
-from hik_sim.losses import LossConfig
-from hik_sim.network import IKNetwork
-from hik_sim.rotations import rotation_error
-from hik_sim.train import TrainConfig, evaluate_network, train
-from hik_sim.train import main as train_main
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.losses import LossConfig
+from hik_sim.learning.network import IKNetwork
+from hik_sim.kinematics.rotations import rotation_error
+from hik_sim.learning.train import TrainConfig, evaluate_network, train
+from hik_sim.learning.train import main as train_main
 
 TINY = {
     "mlp": (("hidden", 64), ("layers", 2)),
@@ -304,7 +304,7 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
 def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     import signal
 
-    import hik_sim.train as train_module
+    import hik_sim.learning.train as train_module
 
     robot = robot_by_id("irb120")
     config = tiny_config("harmoatt", steps=30, eval_every=10)
@@ -373,7 +373,7 @@ def test_ctrl_c_saves_a_checkpoint_and_prints_the_command_that_resumes_it(tmp_pa
 
 
 def test_a_bad_output_path_is_refused_before_the_first_step(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    import hik_sim.train as train_module
+    import hik_sim.learning.train as train_module
     from hik_sim.errors import CheckpointError
 
     def no_training(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202

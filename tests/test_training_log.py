@@ -11,8 +11,8 @@ import pytest
 from conftest import robot_by_id
 
 from hik_sim.errors import OutputError
-from hik_sim.train import TrainConfig, train
-from hik_sim.training_log import CURVE_COLUMNS, TrainingLog, curve_paths
+from hik_sim.learning.train import TrainConfig, train
+from hik_sim.learning.training_log import CURVE_COLUMNS, TrainingLog, curve_paths
 
 TINY = dict(model="mlp", batch=64, model_options=(("hidden", 32), ("layers", 2)), eval_size=64, eval_every=2,
             normalizer_samples=1000, device="cpu")

@@ -31,7 +31,7 @@ def irb120():  # noqa: ANN201
 
 @pytest.fixture(scope="module")
 def scene(irb120):  # noqa: ANN001, ANN201
-    from hik_sim.scene import build_scene
+    from hik_sim.sim import build_scene
 
     return build_scene(irb120)
 

@@ -22,7 +22,7 @@ environment's module) sets ``MUJOCO_GL=egl`` (headless), as hik_sim's commands d
 from __future__ import annotations
 
 from hik_sim import _ENV_IDS, _REACH_STEPS, _TRACK_STEPS
-from hik_sim.scene import ensure_headless_gl
+from hik_sim.sim import ensure_headless_gl
 
 __all__ = ["ENV_IDS", "REACH_STEPS", "TRACK_STEPS"]
 

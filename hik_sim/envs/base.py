@@ -1,6 +1,6 @@
 """What the Reach and Track environments share: a robot's MuJoCo scene, driven by joint targets.
 
-:class:`RobotGoalEnv` builds the scene (:func:`hik_sim.scene.build_scene`, cached per robot), takes
+:class:`RobotGoalEnv` builds the scene (:func:`hik_sim.sim.build_scene`, cached per robot), takes
 joint position targets for the IK chain as actions, steps the physics ``frame_skip`` times per
 action, and observes the chain's joints, the end-effector pose and a goal pose, all in the chain's
 base frame. Subclasses choose the goal. No torch is imported.
@@ -18,9 +18,9 @@ from gymnasium import spaces
 
 from hik_sim.errors import EnvError, SceneError
 from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
-from hik_sim.scene import Scene, build_scene, ensure_headless_gl
-from hik_sim.single_target import SingleTargetKinematics
-from hik_sim.tolerances import SUCCESS, rotation_angle
+from hik_sim.sim import Scene, build_scene, ensure_headless_gl
+from hik_sim.solvers.single_target import SingleTargetKinematics
+from hik_sim.kinematics.tolerances import SUCCESS, rotation_angle
 
 __all__ = ["RobotGoalEnv", "resolve_robot", "cached_scene"]
 

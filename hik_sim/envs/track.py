@@ -11,7 +11,7 @@ from hik_sim.envs.base import RobotGoalEnv
 from hik_sim.envs.trajectories import TRAJECTORIES, Trajectory
 from hik_sim.errors import EnvError
 from hik_sim.robots import RobotSpec
-from hik_sim.single_target import SingleTargetLM
+from hik_sim.solvers.single_target import SingleTargetLM
 
 __all__ = ["TrackEnv"]
 

@@ -59,12 +59,12 @@ def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cp
         map_location: where the weights go.
 
     Returns:
-        The :class:`~hik_sim.network.IKNetwork` (eval mode); its card is ``network.card``.
+        The :class:`~hik_sim.learning.network.IKNetwork` (eval mode); its card is ``network.card``.
 
     Raises:
         HikError: unknown robot, no such checkpoint, or a checkpoint that does not fit the robot.
     """
-    from hik_sim.checkpoint import load_checkpoint
+    from hik_sim.learning.checkpoint import load_checkpoint
     from hik_sim.robots import get_robot
 
     spec = get_robot(robot)

@@ -21,14 +21,14 @@ import torch
 
 from hik_sim.errors import SolverError
 from hik_sim.robots import RobotSpec
-from hik_sim.solver_registry import NETWORK_FREE_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError, make_solver
-from hik_sim.solvers import IKResult, IKSolver, SingleTargetSolver
-from hik_sim.tolerances import rotation_angle
+from hik_sim.solvers.registry import NETWORK_FREE_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError, make_solver
+from hik_sim.solvers.ik import IKResult, IKSolver, SingleTargetSolver
+from hik_sim.kinematics.tolerances import rotation_angle
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
 
 CONTROLLER_KINDS: tuple[str, ...] = SOLVER_NAMES
-"""The fixed controller kinds: the solver registry's names (:data:`~hik_sim.solver_registry.SOLVER_NAMES`);
+"""The fixed controller kinds: the solver registry's names (:data:`~hik_sim.solvers.registry.SOLVER_NAMES`);
 any other network shipped for the robot and a checkpoint path are kinds too, as they are policies."""
 DEFAULT_KIND = "hybrid"
 OBSERVATION_KEYS: tuple[str, ...] = ("joint_pos", "ee_pos", "ee_quat", "goal_pos", "goal_quat")
@@ -39,8 +39,8 @@ class IKController:
     """Observation → joint targets, through an IK solver.
 
     Args:
-        solver: an :class:`~hik_sim.solvers.IKSolver`; one that is also a
-            :class:`~hik_sim.solvers.SingleTargetSolver` (:class:`~hik_sim.solvers.SingleTargetIK`)
+        solver: an :class:`~hik_sim.solvers.ik.IKSolver`; one that is also a
+            :class:`~hik_sim.solvers.ik.SingleTargetSolver` (:class:`~hik_sim.solvers.ik.SingleTargetIK`)
             is called through ``solve_one``, the fast path, the others through ``solve`` on a batch of one.
         joint_velocity_limit: largest joint speed a command may ask for [rad/s], or ``None``.
         dt: the environment's control period [s] (needed with ``joint_velocity_limit``).
@@ -50,7 +50,7 @@ class IKController:
             current pose [m/rad].
 
     Raises:
-        SolverError: ``solver`` is not an :class:`~hik_sim.solvers.IKSolver`, or bad limits.
+        SolverError: ``solver`` is not an :class:`~hik_sim.solvers.ik.IKSolver`, or bad limits.
     """
 
     def __init__(self, solver: IKSolver, joint_velocity_limit: float | None = None, dt: float | None = None,
@@ -61,7 +61,7 @@ class IKController:
             raise SolverError(f"lead_time must be >= 0, got {lead_time}")
         if not isinstance(solver, IKSolver):
             raise SolverError(f"{type(solver).__name__} is not an IK solver: it needs a chain and "
-                              "solve(target_pos, target_quat, q_init=None) -> IKResult (hik_sim.solvers.IKSolver)")
+                              "solve(target_pos, target_quat, q_init=None) -> IKResult (hik_sim.solvers.ik.IKSolver)")
         self._solve_one = solver.solve_one if isinstance(solver, SingleTargetSolver) else None  # checked once, not per step
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
@@ -73,7 +73,7 @@ class IKController:
     def pretrained(cls, robot: str | RobotSpec, kind: str = DEFAULT_KIND, **kwargs: Any) -> "IKController":
         """A controller of one of :data:`CONTROLLER_KINDS` for a robot, on its shipped network where the kind needs one.
 
-        The solver comes from :func:`hik_sim.solver_registry.make_solver` (one target a call), so a
+        The solver comes from :func:`hik_sim.solvers.registry.make_solver` (one target a call), so a
         kind is a name the evaluator takes as a policy too.
 
         Args:
@@ -81,7 +81,7 @@ class IKController:
                 too: ``lm``, ``multistart`` and ``dm_control`` need no network).
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
                 hybrid's seed network closed on its own error by
-                :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
+                :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
                 least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped
                 network alone, open loop, where shipped for the robot; so is any other network shipped
                 for it, e.g. ``harmoatt_4answers``, and a checkpoint path), ``multistart`` (LM from the
@@ -95,7 +95,7 @@ class IKController:
         Raises:
             HikError: unknown kind or robot, or a kind that needs a network no one ships for the robot.
         """
-        from hik_sim.scene import SceneOptions
+        from hik_sim.sim import SceneOptions
 
         try:
             solver = make_solver(kind, robot)

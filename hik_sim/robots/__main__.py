@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from hik_sim.cli import add_robot_arguments, robot_from_args
+from hik_sim.robots.cli import add_robot_arguments, robot_from_args
 from hik_sim.errors import HikError
 from hik_sim.robots.registry import get_robot, robot_names
 

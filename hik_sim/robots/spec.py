@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from hik_sim.errors import ChainError, HikError
-from hik_sim.urdf import UrdfModel, load_urdf, resolve_mesh_uri
+from hik_sim.robots.urdf import UrdfModel, load_urdf, resolve_mesh_uri
 
 __all__ = ["RobotSpec", "robot_from_urdf"]
 

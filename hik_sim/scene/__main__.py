@@ -1,5 +1,5 @@
-"""``python -m hik_sim.scene``: see :mod:`hik_sim.scene.cli`."""
+"""``python -m hik_sim.scene``: see :mod:`hik_sim.sim.cli`."""
 
-from hik_sim.scene.cli import main
+from hik_sim.sim.cli import main
 
 raise SystemExit(main())

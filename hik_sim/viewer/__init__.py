@@ -9,8 +9,8 @@ Two backends:
 - ``mujoco``: MuJoCo's own viewer (:func:`~hik_sim.viewer.mujoco_backend.run_mujoco_viewer`),
   the goal being the scene's ``target`` mocap body; needs a display.
 
-Both run a :class:`~hik_sim.viewer.session.LiveSim`: the scene of :func:`hik_sim.scene.build_scene`
-driven by the controller :func:`hik_sim.evaluate.build_policy` builds, one control step at a time.
+Both run a :class:`~hik_sim.viewer.session.LiveSim`: the scene of :func:`hik_sim.sim.build_scene`
+driven by the controller :func:`hik_sim.evaluation.evaluate.build_policy` builds, one control step at a time.
 Importing this package imports neither viser nor torch.
 """
 

@@ -20,8 +20,8 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m hik_sim.viewer``: an interactive IK viewer."""
-    from hik_sim.cli import add_robot_arguments, robot_from_args
-    from hik_sim.scene import ensure_headless_gl
+    from hik_sim.robots.cli import add_robot_arguments, robot_from_args
+    from hik_sim.sim import ensure_headless_gl
 
     parser = argparse.ArgumentParser(prog="python -m hik_sim.viewer", description=main.__doc__,
                                      epilog="policies: harmoatt, mlp, closed_loop, hybrid, multistart, lm, dm_control, any other "

@@ -1,7 +1,7 @@
 """`LiveSim`: a robot's MuJoCo scene driven live by an IK controller toward a goal the user moves.
 
-What both viewer backends share, with no GUI in it: the scene of :func:`hik_sim.scene.build_scene`,
-an :class:`~hik_sim.policies.IKController` built by :func:`hik_sim.evaluate.build_policy` (so a
+What both viewer backends share, with no GUI in it: the scene of :func:`hik_sim.sim.build_scene`,
+an :class:`~hik_sim.policies.IKController` built by :func:`hik_sim.evaluation.evaluate.build_policy` (so a
 policy name means here what it means to the evaluator), and one :meth:`LiveSim.step` per control
 period that does what the hik_sim environments do with an action: the controller's joint targets go
 to the chain's position servos and the physics advances ``frame_skip`` steps. Each step returns a
@@ -9,7 +9,7 @@ to the chain's position servos and the physics advances ``frame_skip`` steps. Ea
 a policy whose network is a HarmoAtt-IK, that network's fusion weights and temperatures for the
 current goal.
 
-The fusion weights are read from the network's own output (:class:`~hik_sim.models.common.IKOutput`
+The fusion weights are read from the network's own output (:class:`~hik_sim.learning.models.common.IKOutput`
 carries ``fusion_weights`` (B, K, 3) and ``temperature`` (B, K)): one extra forward pass of the
 torch network on the goal, only when the goal changes, so the controller's answer is untouched
 (the hybrid policy runs the network through its compiled copy, which does not report them).
@@ -30,7 +30,7 @@ from hik_sim.robots import RobotSpec
 __all__ = ["LiveSim", "Readout", "policy_choices", "default_policy"]
 
 BRANCH_NAMES: tuple[str, ...] = ("channel", "spatial", "cross")
-"""The fusion weights' order (:data:`hik_sim.models.harmoatt.BRANCHES`)."""
+"""The fusion weights' order (:data:`hik_sim.learning.models.harmoatt.BRANCHES`)."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,12 @@ def _shipped(robot: RobotSpec) -> list[str]:
 def policy_choices(robot: RobotSpec, checkpoint: str | None = None) -> tuple[str, ...]:
     """The policies the viewer offers for a robot, in the evaluator's naming.
 
-    Every :data:`~hik_sim.evaluate.POLICY_NAMES` entry that can run on the robot, then any other
+    Every :data:`~hik_sim.evaluation.evaluate.POLICY_NAMES` entry that can run on the robot, then any other
     network shipped for it (e.g. ``harmoatt_4answers`` on the IRB120), and ``checkpoint`` itself
     where one is given; for a robot with no shipped network, the network-free policies, and
     ``hybrid`` and ``closed_loop`` seeded by ``checkpoint`` where one is given.
     """
-    from hik_sim.evaluate import POLICY_NAMES
+    from hik_sim.evaluation.evaluate import POLICY_NAMES
 
     shipped = _shipped(robot)
     extra = (checkpoint,) if checkpoint else ()
@@ -149,7 +149,7 @@ class LiveSim:
         device: where networks run.
         checkpoint: a checkpoint (.pt) that seeds ``hybrid``/``closed_loop`` on a robot with no
             shipped network.
-        scene: an already built :class:`~hik_sim.scene.Scene` of ``robot`` (default: built here).
+        scene: an already built :class:`~hik_sim.sim.Scene` of ``robot`` (default: built here).
 
     Raises:
         HikError: an unknown policy, or one that needs a network no one ships for the robot.
@@ -159,7 +159,7 @@ class LiveSim:
                  checkpoint: str | None = None, scene: Any = None) -> None:
         import mujoco
 
-        from hik_sim.scene import build_scene
+        from hik_sim.sim import build_scene
 
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
             raise HikError(f"frame_skip must be a whole number of physics steps >= 1, got {frame_skip!r}")
@@ -185,12 +185,12 @@ class LiveSim:
 
     # -- policy ---------------------------------------------------------------------------------
     def set_policy(self, name: str) -> None:
-        """Switch to another policy (built as :func:`hik_sim.evaluate.build_policy` builds it).
+        """Switch to another policy (built as :func:`hik_sim.evaluation.evaluate.build_policy` builds it).
 
         Raises:
             HikError: unknown policy, or one that needs a network not shipped for the robot.
         """
-        from hik_sim.evaluate import build_policy
+        from hik_sim.evaluation.evaluate import build_policy
 
         if not isinstance(name, str) or not name:
             raise HikError(f"a policy is a name such as {', '.join(policy_choices(self.robot, self.checkpoint))}; got {name!r}")

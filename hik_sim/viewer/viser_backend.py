@@ -2,7 +2,7 @@
 
 The page is served by `viser <https://viser.studio>`_, whose client ships inside its wheel: it works
 offline and on a remote machine without a display (open the printed URL, or forward the port).
-The scene is the one :func:`hik_sim.scene.build_scene` makes: every visible geom of the robot
+The scene is the one :func:`hik_sim.sim.build_scene` makes: every visible geom of the robot
 (meshes and primitives, MuJoCo's own colours) is sent once, under a frame per body whose pose
 follows ``MjData`` after every control step. The goal is a transform gizmo; the panel shows the
 policy (a dropdown), the position and rotation error, the IK latency and, for a policy built on a

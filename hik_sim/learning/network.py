@@ -1,0 +1,210 @@
+"""`IKNetwork`: a trained IK model with everything needed to use it on its robot.
+
+It wraps the model (:mod:`hik_sim.models`) with the input normalisation measured on the robot's
+workspace and the joint selection (fixed joints), so that it maps a target pose straight to a full
+chain configuration, inside the joint limits by construction. A model with several hypotheses
+proposes H answers; the network answers with the one whose forward kinematics lands closest to the
+target (position error / 5 mm + rotation error / 2°, the success tolerances), so it needs the
+robot's :class:`~hik_sim.kinematics.Chain`.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hik_sim.learning.data import JointSelection, PoseNormalizer
+from hik_sim.errors import ModelError
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.losses import geodesic_angle
+from hik_sim.learning.models import IKOutput, build_model
+from hik_sim.kinematics.tolerances import SUCCESS
+
+__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "as_targets"]
+
+CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
+"""Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
+
+MAX_TARGET_DISTANCE = 1e4
+"""[m]: the farthest a target position may lie from the chain's base along any axis. Farther is a
+unit or frame mistake, and in float32 a network's activations overflow (1e30 m answered NaN)."""
+
+
+def _as_real_tensor(value: Any, name: str) -> torch.Tensor:
+    """``value`` (tensor, array or nested list of real numbers) as a float64 CPU tensor; else a HikError."""
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach()
+    else:
+        try:
+            tensor = torch.as_tensor(np.asarray(value))  # through numpy: a list of Python floats stays float64
+        except (TypeError, ValueError, RuntimeError):
+            raise ModelError(f"{name} must be an array of real numbers, got {type(value).__name__} {reprlib.repr(value)}") from None
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise ModelError(f"{name} must be real numbers (a float or integer array), got dtype {tensor.dtype}")
+    return tensor.to(device="cpu", dtype=torch.float64)
+
+
+def as_targets(target_pos: Any, target_quat: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated float64 CPU copies of target poses, quaternions normalised.
+
+    Args:
+        target_pos: (B, 3) positions [m] in the chain's base frame (tensor, array or nested list).
+        target_quat: (B, 4) quaternions wxyz, any non-zero length.
+
+    Returns:
+        Positions (B, 3) and unit quaternions (B, 4), float64.
+
+    Raises:
+        HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, or a position more
+            than :data:`MAX_TARGET_DISTANCE` from the base along an axis.
+    """
+    pos, quat = _as_real_tensor(target_pos, "target positions"), _as_real_tensor(target_quat, "target quaternions")
+    if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
+        raise ModelError(f"targets must be positions (B, 3) and quaternions (B, 4), got {tuple(pos.shape)} and {tuple(quat.shape)}")
+    if pos.shape[0] == 0:
+        return pos, quat
+    norm = quat.norm(dim=1, keepdim=True)
+    if float(pos.abs().amax()) <= MAX_TARGET_DISTANCE and bool(((norm > 1e-9) & (norm < math.inf)).all()):
+        return pos, quat / norm  # the common case in two checks (NaN fails both); the rest says what is wrong
+    if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
+        raise ModelError("targets must be finite: got NaN or inf")
+    far = pos.abs().amax(dim=1) > MAX_TARGET_DISTANCE
+    if bool(far.any()):
+        rows = torch.nonzero(far).flatten()
+        raise ModelError(f"target positions must lie within {MAX_TARGET_DISTANCE:g} m of the chain's base along each axis; rows "
+                       f"{rows.tolist()[:10]} reach {float(pos[rows].abs().max()):.3g} m (a unit or frame mistake?)")
+    scale = quat.abs().amax(dim=1, keepdim=True)  # normalise in two steps: |q|² of a 1e300 quaternion overflows to inf
+    unit = quat / scale.clamp_min(1e-300)
+    length = unit.norm(dim=1, keepdim=True)
+    zero = (scale * length)[:, 0] < 1e-9
+    if bool(zero.any()):
+        raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+                       "give unit quaternions (w, x, y, z)")
+    return pos, unit / length
+
+
+class IKNetwork(nn.Module):
+    """Target pose → full chain configuration.
+
+    Args:
+        kind: ``harmoatt`` or ``mlp``.
+        lower: (n,) lower limits of all chain joints.
+        upper: (n,) upper limits.
+        normalizer: the input normalisation.
+        selection: which joints are fixed (the model outputs the free ones).
+        model_options: the model's constructor arguments.
+        chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1.
+
+    Raises:
+        HikError: a model with several hypotheses and no chain.
+    """
+
+    def __init__(self, kind: str, lower: torch.Tensor, upper: torch.Tensor, normalizer: PoseNormalizer,
+                 selection: JointSelection, model_options: dict[str, Any] | None = None, chain: Chain | None = None) -> None:
+        super().__init__()
+        self.kind = kind
+        self.selection = selection
+        self.model_options = dict(model_options or {})
+        self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
+        index = selection.free_index
+        self.model = build_model(kind, lower[index], upper[index], **self.model_options)
+        self.normalizer = normalizer
+        self.hypotheses = int(self.model_options.get("hypotheses", 1))
+        if self.hypotheses > 1 and chain is None:
+            raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
+        self.chain = chain
+
+    def forward(self, pos: torch.Tensor, quat: torch.Tensor, choose: bool = True) -> IKOutput:
+        """Poses (B, 3) [m], (B, 4) wxyz in the base frame → :class:`IKOutput` with full q (B, n).
+
+        With several hypotheses, ``candidates`` holds all of them as full configurations (B, H, n)
+        and ``q`` the one chosen by forward kinematics; ``choose=False`` skips that choice (``q``
+        is then the first candidate), for training, whose loss computes the FK of every candidate.
+        """
+        if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
+            raise ModelError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
+        if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
+            raise ModelError("target poses must be finite; got NaN or inf")
+        zero = quat.norm(dim=-1) < 1e-9
+        if bool(zero.any()):
+            raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
+                           "give unit quaternions (w, x, y, z)")
+        out = self.model(self.normalizer(pos, quat))
+        if out.candidates is None:
+            return out._replace(q=self.selection.expand(out.q))
+        batch, hypotheses, free = out.candidates.shape
+        candidates = self.selection.expand(out.candidates.reshape(batch * hypotheses, free)).view(batch, hypotheses, -1)
+        if not choose:
+            return out._replace(q=candidates[:, 0], candidates=candidates)
+        return out._replace(q=self.choose(candidates, pos, quat), candidates=candidates)
+
+    def choose(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """The candidate (B, H, n) → (B, n) whose FK reaches the target (B, 3), (B, 4) best."""
+        best = self.rank(candidates, pos, quat)[:, 0]
+        return candidates[torch.arange(candidates.shape[0], device=candidates.device), best]
+
+    def rank(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """Indices (B, H) that order each pose's candidates (B, H, n) from the best to the worst.
+
+        Best: least position error / 5 mm + rotation error / 2° of the candidate's FK against the
+        target (B, 3), (B, 4), computed in the candidates' dtype.
+        """
+        assert self.chain is not None
+        batch, hypotheses, n = candidates.shape
+        with torch.no_grad():
+            reached = self.chain.fk(candidates.detach().reshape(batch * hypotheses, n))
+            pos_error = torch.linalg.vector_norm(reached.pos.view(batch, hypotheses, 3) - pos[:, None].to(reached.pos), dim=-1)
+            rot_error = geodesic_angle(reached.quat.view(batch, hypotheses, 4),
+                                       quat[:, None].to(reached.quat).expand(batch, hypotheses, 4))
+            return (pos_error / CHOICE_TOLERANCE[0] + rot_error / CHOICE_TOLERANCE[1]).argsort(dim=1)
+
+    def solve(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """Joint values (B, n) for target poses (the chosen answer), without gradients, in the network's dtype and device.
+
+        Raises:
+            HikError: see :meth:`solve_all`. An empty batch (B = 0) answers (0, n).
+        """
+        return self.solve_all(pos, quat)[:, 0]
+
+    @torch.inference_mode()
+    def solve_all(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """Every answer (B, H, n) for target poses, the chosen one first, then by how well they reach the target.
+
+        H = 1 for a network with a single answer; no gradients, in the network's dtype and device.
+        Targets may be tensors, arrays or nested lists (validated by :func:`as_targets`), quaternions
+        of any non-zero length. An empty batch (B = 0) answers an empty (0, H, n) tensor.
+
+        Raises:
+            HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, a position beyond
+                :data:`MAX_TARGET_DISTANCE`, or an answer that is not finite.
+        """
+        param = next(self.parameters())
+        pos, quat = as_targets(pos, quat)  # lists and arrays too; NaN, zero quaternions, absurd distances refused
+        if pos.shape[0] == 0:
+            return param.new_empty((0, self.hypotheses, len(self.selection.joint_names)))
+        was_training = self.training
+        self.eval()
+        try:
+            pos, quat = pos.to(param), quat.to(param)
+            out = self(pos, quat, choose=False)
+            if out.candidates is None:
+                answers = out.q[:, None]
+            else:
+                order = self.rank(out.candidates, pos, quat)
+                answers = out.candidates.gather(1, order[:, :, None].expand_as(out.candidates))
+        finally:
+            self.train(was_training)
+        # Inside the limits in the answer's own dtype: the model's squashing maps to the limits only up to rounding
+        # (a float32 answer at joint 3's lower limit came out 1.2e-7 rad below it).
+        lower, upper = (answers.new_tensor(v) for v in (self.lower, self.upper))
+        answers = torch.maximum(torch.minimum(answers, upper), lower)
+        bad = ~torch.isfinite(answers).all(dim=2).all(dim=1)
+        if bool(bad.any()):  # never hand back NaN joints, whatever the weights do
+            raise ModelError(f"the network answered NaN or inf for targets {torch.nonzero(bad).flatten().tolist()[:10]}; "
+                           "its weights are not finite or these targets overflow it")
+        return answers

@@ -1,0 +1,200 @@
+"""Compiled single-target Levenberg–Marquardt (numba): FK, geometric Jacobian and the LM loop of
+:class:`hik_sim.single_target.SingleTargetLM` in one call, without Python between iterations.
+
+The chain geometry ``G`` is the flat float64 array of :func:`hik_sim.fast_network._flat_geometry`
+(per joint: origin rotation (9), origin translation (3), axis (3), revolute flag (1); then the tool
+rotation (9) and translation (3)). The method is the one the MuJoCo path runs, step for step: a 6-D
+residual (position [m]; the axis-angle vector of the rotation still to go [rad] times the rotation
+weight), the Gauss–Newton step damped by λ·(diag(JᵀJ) + 1e-9), every trial projected onto the
+joint limits, λ ÷ 3 after an accepted trial and × 4 after a rejected one, stop once within the
+stop thresholds. Importing this module needs numba; :mod:`hik_sim.single_target` falls back to
+MuJoCo's kinematics where numba is missing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from hik_sim.learning._fast_numba import GEOMETRY_STRIDE, rodrigues
+
+__all__ = ["fk_jacobian", "lm_refine", "lm_refine_batch"]
+
+
+@njit(cache=True, boundscheck=False)
+def fk_jacobian(G, q, pos, quat, jac):  # noqa: ANN001, ANN201
+    """End-effector position ``pos`` (3,), unit quaternion ``quat`` (4,) wxyz (w ≥ 0) and geometric
+    Jacobian ``jac`` (6, n) (linear rows, then angular) of configuration ``q`` (n,), written in place."""
+    n = q.shape[0]
+    R = np.eye(3)
+    M = np.empty((3, 3))
+    O = np.empty((3, 3))
+    p = np.zeros(3)
+    origins = np.empty((n, 3))
+    axes = np.empty((n, 3))
+    for i in range(n):
+        g = GEOMETRY_STRIDE * i
+        for r in range(3):
+            p[r] += R[r, 0] * G[g + 9] + R[r, 1] * G[g + 10] + R[r, 2] * G[g + 11]
+        ax, ay, az = G[g + 12], G[g + 13], G[g + 14]
+        for r in range(3):  # R · origin rotation
+            for s in range(3):
+                O[r, s] = R[r, 0] * G[g + s] + R[r, 1] * G[g + 3 + s] + R[r, 2] * G[g + 6 + s]
+        for r in range(3):  # the joint axis in the world (a rotation about it leaves it unchanged)
+            axes[i, r] = O[r, 0] * ax + O[r, 1] * ay + O[r, 2] * az
+            origins[i, r] = p[r]
+        qv = q[i]
+        if G[g + 15] != 0.0:  # revolute: R = R · O · Rodrigues(axis, q)
+            rodrigues(ax, ay, az, qv, M)
+            for r in range(3):
+                for s in range(3):
+                    R[r, s] = O[r, 0] * M[0, s] + O[r, 1] * M[1, s] + O[r, 2] * M[2, s]
+        else:  # prismatic: the frame slides along its axis
+            for r in range(3):
+                p[r] += qv * axes[i, r]
+                for s in range(3):
+                    R[r, s] = O[r, s]
+    tool = GEOMETRY_STRIDE * n
+    for r in range(3):
+        pos[r] = p[r] + R[r, 0] * G[tool + 9] + R[r, 1] * G[tool + 10] + R[r, 2] * G[tool + 11]
+    for r in range(3):
+        for s in range(3):
+            M[r, s] = R[r, 0] * G[tool + s] + R[r, 1] * G[tool + 3 + s] + R[r, 2] * G[tool + 6 + s]
+    _matrix_quaternion(M, quat)
+    for i in range(n):
+        if G[GEOMETRY_STRIDE * i + 15] != 0.0:  # z × (p_ee − p_i), z
+            dx, dy, dz = pos[0] - origins[i, 0], pos[1] - origins[i, 1], pos[2] - origins[i, 2]
+            zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
+            jac[0, i] = zy * dz - zz * dy
+            jac[1, i] = zz * dx - zx * dz
+            jac[2, i] = zx * dy - zy * dx
+            jac[3, i], jac[4, i], jac[5, i] = zx, zy, zz
+        else:
+            jac[0, i], jac[1, i], jac[2, i] = axes[i, 0], axes[i, 1], axes[i, 2]
+            jac[3, i], jac[4, i], jac[5, i] = 0.0, 0.0, 0.0
+
+
+@njit(cache=True, boundscheck=False, inline="always")
+def _matrix_quaternion(M, quat):  # noqa: ANN001, ANN202
+    """Rotation matrix (3, 3) → unit quaternion wxyz with w ≥ 0 (Shepperd's method)."""
+    trace = M[0, 0] + M[1, 1] + M[2, 2]
+    if trace > 0.0:
+        s = 2.0 * math.sqrt(1.0 + trace)
+        w, x, y, z = 0.25 * s, (M[2, 1] - M[1, 2]) / s, (M[0, 2] - M[2, 0]) / s, (M[1, 0] - M[0, 1]) / s
+    elif M[0, 0] > M[1, 1] and M[0, 0] > M[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + M[0, 0] - M[1, 1] - M[2, 2])
+        w, x, y, z = (M[2, 1] - M[1, 2]) / s, 0.25 * s, (M[0, 1] + M[1, 0]) / s, (M[0, 2] + M[2, 0]) / s
+    elif M[1, 1] > M[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + M[1, 1] - M[0, 0] - M[2, 2])
+        w, x, y, z = (M[0, 2] - M[2, 0]) / s, (M[0, 1] + M[1, 0]) / s, 0.25 * s, (M[1, 2] + M[2, 1]) / s
+    else:
+        s = 2.0 * math.sqrt(1.0 + M[2, 2] - M[0, 0] - M[1, 1])
+        w, x, y, z = (M[1, 0] - M[0, 1]) / s, (M[0, 2] + M[2, 0]) / s, (M[1, 2] + M[2, 1]) / s, 0.25 * s
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    if w < 0.0:
+        norm = -norm
+    quat[0], quat[1], quat[2], quat[3] = w / norm, x / norm, y / norm, z / norm
+
+
+@njit(cache=True, boundscheck=False, inline="always")
+def _residual(pos, quat, target_pos, target_quat, weight, out):  # noqa: ANN001, ANN202
+    """The weighted residual (6,) into ``out``; returns (cost, position error [m], rotation error [rad])."""
+    # rel = target ⊗ conj(current): the rotation still to go, in the world frame
+    tw, tx, ty, tz = target_quat[0], target_quat[1], target_quat[2], target_quat[3]
+    cw, cx, cy, cz = quat[0], -quat[1], -quat[2], -quat[3]
+    w = tw * cw - tx * cx - ty * cy - tz * cz
+    x = tw * cx + tx * cw + ty * cz - tz * cy
+    y = tw * cy - tx * cz + ty * cw + tz * cx
+    z = tw * cz + tx * cy - ty * cx + tz * cw
+    if w < 0.0:
+        w, x, y, z = -w, -x, -y, -z
+    sin_half = math.sqrt(x * x + y * y + z * z)
+    angle = 2.0 * math.atan2(sin_half, w)
+    scale = angle / sin_half if sin_half > 1e-300 else 2.0 / max(w, 1e-300)
+    out[0], out[1], out[2] = target_pos[0] - pos[0], target_pos[1] - pos[1], target_pos[2] - pos[2]
+    out[3], out[4], out[5] = weight * scale * x, weight * scale * y, weight * scale * z
+    cost = 0.0
+    for k in range(6):
+        cost += out[k] * out[k]
+    return cost, math.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2]), angle
+
+
+@njit(cache=True, boundscheck=False)
+def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN201
+              stop_rotation, out_q):
+    """Refine ``q`` (n,) towards the target; the answer goes into ``out_q`` (n,).
+
+    Returns:
+        (position error [m], rotation error [rad], iterations, FK-and-Jacobian evaluations).
+    """
+    return _refine(G, lower, upper, np.ones(q.shape[0]), target_pos, target_quat, q, rotation_weight, damping, max_iterations,
+                   stop_position, stop_rotation, out_q)
+
+
+@njit(cache=True, boundscheck=False, parallel=True)
+def lm_refine_batch(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
+                    stop_position, stop_rotation, out_q, out_pos_err, out_rot_err, out_iterations, out_evals):
+    """:func:`lm_refine` for B targets (B, 3), (B, 4) from ``q`` (B, n), in parallel over the targets;
+    ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``."""
+    for b in prange(target_pos.shape[0]):
+        pos_err, rot_err, iterations, evals = _refine(G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight,
+                                                      damping, max_iterations, stop_position, stop_rotation, out_q[b])
+        out_pos_err[b], out_rot_err[b], out_iterations[b], out_evals[b] = pos_err, rot_err, iterations, evals
+
+
+@njit(cache=True, boundscheck=False)
+def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN202
+            stop_rotation, out_q):
+    n = q.shape[0]
+    for i in range(n):
+        out_q[i] = min(max(q[i], lower[i]), upper[i])
+    pos, quat = np.empty(3), np.empty(4)
+    trial_pos, trial_quat = np.empty(3), np.empty(4)
+    jac, trial_jac = np.empty((6, n)), np.empty((6, n))
+    residual, trial_residual = np.empty(6), np.empty(6)
+    weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
+    weighted = np.empty((6, n))
+    hessian = np.empty((n, n))
+    gradient = np.empty(n)
+    trial = np.empty(n)
+    fk_jacobian(G, out_q, pos, quat, jac)
+    evals, iterations, lam = 1, 0, damping
+    cost, pos_err, rot_err = _residual(pos, quat, target_pos, target_quat, rotation_weight, residual)
+    while iterations < max_iterations and not (pos_err < stop_position and rot_err < stop_rotation):
+        for k in range(6):
+            for i in range(n):
+                weighted[k, i] = jac[k, i] * weights[k] * free[i]  # a fixed joint's column is zero: it never moves
+        for i in range(n):
+            acc = 0.0
+            for k in range(6):
+                acc += weighted[k, i] * residual[k]
+            gradient[i] = acc
+            for j in range(i, n):
+                acc = 0.0
+                for k in range(6):
+                    acc += weighted[k, i] * weighted[k, j]
+                hessian[i, j] = acc
+                hessian[j, i] = acc
+        system = hessian.copy()
+        for i in range(n):
+            system[i, i] += lam * (hessian[i, i] + 1e-9)
+        step = np.linalg.solve(system, gradient)
+        for i in range(n):
+            trial[i] = min(max(out_q[i] + free[i] * step[i], lower[i]), upper[i])
+        fk_jacobian(G, trial, trial_pos, trial_quat, trial_jac)
+        evals += 1
+        iterations += 1
+        trial_cost, trial_pos_err, trial_rot_err = _residual(trial_pos, trial_quat, target_pos, target_quat, rotation_weight,
+                                                             trial_residual)
+        if trial_cost < cost:
+            for i in range(n):
+                out_q[i] = trial[i]
+            jac[:, :] = trial_jac
+            residual[:] = trial_residual
+            cost, pos_err, rot_err = trial_cost, trial_pos_err, trial_rot_err
+            lam = max(lam / 3.0, 1e-12)
+        else:
+            lam = min(lam * 4.0, 1e8)
+    return pos_err, rot_err, iterations, evals

@@ -1,0 +1,833 @@
+"""IK solvers behind one interface, the :class:`IKSolver` protocol: a ``chain`` and
+``solve(target_pos, target_quat, q_init=None) → IKResult`` (an immutable :class:`IKResult`).
+Solvers with a fast single-pose entry also satisfy :class:`SingleTargetSolver` (``solve_one``).
+:func:`hik_sim.solver_registry.make_solver` builds any of them from a name.
+
+- :class:`NeuralIK` — a trained network, no refinement.
+- :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
+  analytic Jacobian of :class:`~hik_sim.kinematics.Chain`: Marquardt-scaled adaptive damping per
+  target, joint limits enforced at every step (projection), per-target early exit, and per-target
+  counts of FK and Jacobian evaluations.
+- :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
+  round after round, for the targets not yet converged, up to N seeds.
+- :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
+  tracking) seeds LM; targets it leaves unconverged (a local minimum, often at a joint limit) get
+  restarts — the network's other answers when it has several hypotheses, then random
+  configurations — so its success is never below multistart's with as many restarts.
+- :class:`SingleTargetIK` — one target a call on MuJoCo's C kinematics (network seed → LM): the
+  control-rate path, with ``solve_one`` for a single pose.
+- :class:`DmControlIK` — dm_control's ``qpos_from_site_pose``, as dm_control ships it.
+
+Targets are poses of the end-effector in the chain's base frame: positions (B, 3) [m] and
+quaternions (B, 4) wxyz. Non-unit quaternions are normalised; NaN/inf, zero quaternions and wrong
+shapes raise :class:`~hik_sim.errors.HikError`. Every returned configuration lies inside the joint
+limits, and an unreachable target returns ``success=False`` with the best configuration found.
+
+An empty batch (B = 0) returns an empty :class:`IKResult` (``q`` of shape (0, n)), as an empty
+array would. A network must belong to the chain it is paired with (same joints and limits, same
+URDF where the network knows its URDF), else :class:`~hik_sim.errors.SolverError`.
+
+The residual is 6-D: the position error [m] and the rotation error as an axis-angle vector
+[rad], weighted by ``rotation_weight`` [m/rad] so that both are comparable in length.
+
+Random restarts draw from :func:`restart_rng`, a stream that can never be the one that made the
+targets (see there), so no solver's success depends on replaying its targets' configurations.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from hik_sim.learning.data import JointSelection
+from hik_sim.errors import HikError, SolverError
+from hik_sim.kinematics.chain import Chain, Pose
+from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
+from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
+from hik_sim.kinematics.tolerances import REPORT_TOLERANCES, Tolerance
+
+__all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
+           "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
+           "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES"]
+
+RESTART_STREAM = 0x1C5EED
+"""The spawn key that sets solvers' random restarts apart from every target stream (see :func:`restart_rng`)."""
+
+
+def restart_rng(seed: int) -> np.random.Generator:
+    """The random stream of a solver's restarts: numpy's PCG64 on ``SeedSequence(seed, spawn_key=(RESTART_STREAM,))``.
+
+    Targets and training data come from torch's Mersenne Twister seeded with the plain integer
+    (:func:`~hik_sim.data.make_eval_set`, :class:`~hik_sim.data.FKStream`), and the environments'
+    goals from PCG64 on ``SeedSequence(seed)`` (gymnasium's ``np_random``). This stream is another
+    generator than the first and, through its spawn key, another entropy pool than the second, so
+    whatever the two seeds, restarts never replay the configurations that made the targets (with
+    one seed for both, they did: multistart then "solved" every target exactly at its first try).
+
+    Args:
+        seed: the solver's seed (any non-negative integer).
+
+    Returns:
+        A fresh generator.
+    """
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(RESTART_STREAM,)))
+
+
+def _random_configurations(chain: Chain, count: int, rng: np.random.Generator) -> torch.Tensor:
+    """(count, n) float64 configurations uniform inside the joint limits."""
+    lower, upper = (np.asarray(v, dtype=np.float64) for v in (chain.robot.lower, chain.robot.upper))
+    return torch.from_numpy(rng.uniform(lower, upper, size=(count, chain.dof)))
+
+
+def check_network_fits(network: IKNetwork, chain: Chain) -> None:
+    """Check that ``network`` was made for ``chain``'s robot, not only for as many joints.
+
+    Compared: the joint names (base → tip), the joint limits, and the URDF's SHA-256 where the
+    network knows its URDF (a loaded checkpoint's ``card``, or the chain a several-answer network
+    ranks its answers with).
+
+    Raises:
+        SolverError: the network belongs to another robot or chain (the message says how they differ).
+    """
+    robot, problems = chain.robot, []
+    names = tuple(network.selection.joint_names)
+    if names != tuple(robot.joint_names):
+        problems.append(f"its joints are {list(names)}, the chain's are {list(robot.joint_names)}")
+    elif not (np.allclose(network.lower, robot.lower, atol=1e-5) and np.allclose(network.upper, robot.upper, atol=1e-5)):
+        problems.append(f"its joint limits are {network.lower} to {network.upper}, the chain's {robot.lower} to {robot.upper}")
+    card = getattr(network, "card", None)
+    known = card.urdf_sha256 if card is not None else (network.chain.robot.urdf_sha256() if network.chain is not None else None)
+    if known is not None and known != robot.urdf_sha256():
+        problems.append(f"it was made for another URDF (sha256 {known[:12]}…, the chain's is {robot.urdf_sha256()[:12]}…)")
+    if problems:
+        raise SolverError(f"the network does not fit the chain of robot {robot.name!r}: {'; '.join(problems)}; "
+                          "pair a network with the robot it was trained for")
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """What a solver returns, per target. Immutable: a solver that adds to a result (a retry, a cost,
+    its wall time) builds a new one (``dataclasses.replace``); the tensors inside stay tensors.
+
+    Attributes:
+        q: (B, n) configurations, inside the joint limits, float64.
+        pos_err: (B,) position errors [m].
+        rot_err: (B,) rotation errors [rad].
+        success: (B,) within the solver's success tolerance.
+        iterations: (B,) LM iterations (0 for the network alone).
+        fk_evals: (B,) forward-kinematics evaluations.
+        jac_evals: (B,) Jacobian evaluations.
+        wall_time: wall-clock time of the whole call [s].
+        extra: solver-specific figures (read-only), e.g. :class:`DmControlIK`'s ``limit_violations``.
+    """
+
+    q: torch.Tensor
+    pos_err: torch.Tensor
+    rot_err: torch.Tensor
+    success: torch.Tensor
+    iterations: torch.Tensor
+    fk_evals: torch.Tensor
+    jac_evals: torch.Tensor
+    wall_time: float = 0.0
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.extra, MappingProxyType):
+            object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    @property
+    def function_evals(self) -> torch.Tensor:
+        """(B,) FK plus Jacobian evaluations: the cost measure of the hybrid-IK paper."""
+        return self.fk_evals + self.jac_evals
+
+    def success_at(self, tolerance: Tolerance) -> torch.Tensor:
+        """(B,) success under another tolerance."""
+        return tolerance.met(self.pos_err, self.rot_err)
+
+
+@runtime_checkable
+class IKSolver(Protocol):
+    """The one solver interface: every solver in this module, and whatever
+    :func:`hik_sim.solver_registry.make_solver` builds, satisfies it.
+
+    Attributes:
+        chain: the robot's :class:`~hik_sim.kinematics.Chain` the solver answers for.
+    """
+
+    chain: Chain
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Configurations for targets (B, 3) [m], (B, 4) wxyz, optionally from ``q_init`` (B, n)."""
+        ...
+
+
+@runtime_checkable
+class SingleTargetSolver(IKSolver, Protocol):
+    """An :class:`IKSolver` with a fast entry for one pose (the control-rate path: no batch, no torch in the loop).
+
+    :class:`~hik_sim.policies.IKController` calls :meth:`solve_one` where a solver offers it.
+    """
+
+    def solve_one(self, target_pos: Any, target_quat: Any, q_init: Any = None) -> IKResult:
+        """One target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,); a result of batch size 1."""
+        ...
+
+
+def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated float64 CPU copies of targets, quaternions normalised (:func:`hik_sim.network.as_targets`).
+
+    Raises:
+        HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, or a position beyond
+            :data:`~hik_sim.network.MAX_TARGET_DISTANCE` (10 km) from the base.
+    """
+    return as_targets(target_pos, target_quat)
+
+
+def _check_q_init(q_init: torch.Tensor, batch: int, dof: int) -> torch.Tensor:
+    """``q_init`` as float64 (B, n).
+
+    Raises:
+        HikError: wrong shape or NaN/inf.
+    """
+    q_init = _as_real_tensor(q_init, "q_init")
+    if q_init.shape != (batch, dof) or not bool(torch.isfinite(q_init).all()):
+        raise SolverError(f"q_init must be finite with shape ({batch}, {dof}), got {tuple(q_init.shape)}")
+    return q_init
+
+
+def rotation_residual(quat: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
+    """Axis-angle vector (B, 3) [rad] of the rotation from ``quat`` to ``target_quat``, base frame."""
+    conj = quat * quat.new_tensor([1.0, -1.0, -1.0, -1.0])
+    rel = quaternion_multiply(target_quat, conj)
+    rel = torch.where(rel[:, :1] < 0, -rel, rel)
+    vec_norm = rel[:, 1:].norm(dim=-1, keepdim=True)
+    angle = 2 * torch.atan2(vec_norm, rel[:, :1])
+    scale = torch.where(vec_norm > 1e-12, angle / vec_norm.clamp_min(1e-12), torch.full_like(vec_norm, 2.0))
+    return rel[:, 1:] * scale
+
+
+def _result(chain: Chain, q: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, tolerance: Tolerance, iterations: torch.Tensor,
+            fk: torch.Tensor, jac: torch.Tensor, start: float) -> IKResult:
+    pose = chain.fk(q)
+    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
+    return IKResult(q, pos_err, rot_err, tolerance.met(pos_err, rot_err), iterations, fk, jac, time.perf_counter() - start)
+
+
+CLOSED_LOOP_CORRECTIONS = 5
+"""Goal-shift corrections of the ``closed_loop`` policy (:class:`NeuralIK`): on the shipped networks
+most of the gain comes in the first 1–3 (benchmarks/closed_loop.py, docs/networks.md)."""
+
+
+class NeuralIK:
+    """A trained network's answer, without any least-squares solver; optionally closed on its own error.
+
+    With ``corrections`` = 0 this is the network alone (open loop). With ``corrections`` = K > 0
+    the network closes the loop on the error of its own answer, still without a least-squares
+    solver: after each answer, FK says where that answer lands, and the network is asked again
+    for a goal shifted by the remaining error (position: goal + (target − reached); orientation:
+    the residual rotation from the reached to the target orientation applied to the goal). Where
+    the network's error varies slowly over the workspace, a few corrections cancel most of it.
+    The best answer over the K + 1 (by position / tolerance + rotation / tolerance) is kept, and
+    a target stops as soon as its answer is within the tolerance, so a correction can only help.
+    ``fk_evals`` counts every FK: one per answer checked, and, for a network with H > 1 answers,
+    the H that each network call spends choosing among them.
+
+    Args:
+        network: the trained :class:`~hik_sim.network.IKNetwork`.
+        chain: the robot's chain (for the corrections and for reporting errors).
+        tolerance: success criterion.
+        corrections: K, goal-shift corrections per target (0: the network alone).
+
+    Raises:
+        SolverError: the network was made for another robot.
+        HikError: ``corrections`` < 0.
+    """
+
+    def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0) -> None:
+        check_network_fits(network, chain)
+        if corrections < 0:
+            raise SolverError(f"corrections must be >= 0, got {corrections}")
+        self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
+        self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
+        self._single_fk: Any = None
+
+    def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
+
+    @property
+    def _choice_fk(self) -> int:
+        """FK evaluations one network call spends choosing among its answers (H for H > 1 answers, else 0)."""
+        return self.network.hypotheses if self.network.hypotheses > 1 else 0
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` is ignored (a network has no starting point)."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        if pos.shape[0] == 1 and self._fast_path():
+            return self._solve_one(pos, quat, start)
+        q = self._answer(pos, quat)
+        zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
+        if self.corrections == 0 or pos.shape[0] == 0:
+            elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
+            result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
+            return replace(result, wall_time=elapsed)
+        fk_evals = zeros + self._choice_fk
+        goal_pos, goal_quat = pos.clone(), quat.clone()
+        best_q, best_score = q.clone(), torch.full((pos.shape[0],), math.inf, dtype=torch.float64)
+        active = torch.ones(pos.shape[0], dtype=torch.bool)
+        for correction in range(self.corrections + 1):
+            index = active.nonzero().flatten()
+            if correction > 0:  # at 0 every target is active and q is the open-loop answer
+                q = self._answer(goal_pos[index], goal_quat[index])
+                fk_evals[index] += self._choice_fk
+            reached = self.chain.fk(q)
+            fk_evals[index] += 1
+            pos_err = position_error(reached.pos, pos[index])
+            rot_err = rotation_error(reached.quat, quat[index])
+            score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
+            better = score < best_score[index]
+            best_q[index[better]], best_score[index[better]] = q[better], score[better]
+            active[index[self.tolerance.met(pos_err, rot_err)]] = False
+            if not bool(active.any()):
+                break
+            goal_pos[index] = goal_pos[index] + (pos[index] - reached.pos)
+            residual = quaternion_multiply(quat[index], reached.quat * reached.quat.new_tensor([1.0, -1.0, -1.0, -1.0]))
+            shifted = quaternion_multiply(residual, goal_quat[index])
+            goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
+        elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
+        result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
+        return replace(result, wall_time=elapsed)
+
+    def _fast_path(self) -> bool:
+        """Build the batch-1 path once: :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs a pose,
+        where torch at batch 1 costs about a millisecond) and MuJoCo's FK of one configuration.
+        False for a network the fast forward pass does not cover (torch then answers)."""
+        if self._fast is None:
+            import mujoco
+
+            from hik_sim.learning.fast_network import FastIKNetwork
+            from hik_sim.solvers.single_target import SingleTargetKinematics
+
+            self._mujoco = mujoco
+
+            try:
+                self._fast = FastIKNetwork.from_network(self.network)
+            except HikError:
+                self._fast = False
+                return False
+            self._single_fk = SingleTargetKinematics(self.chain.robot) if self.corrections else None
+            lower, upper = self.chain.limits(torch.float64)
+            self._limits = (lower.numpy(), upper.numpy())
+        return self._fast is not False
+
+    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
+        """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
+        the fast forward pass's 1e-5) and the same FK count as the batched path."""
+        mujoco = self._mujoco
+        def answer(goal_pos: np.ndarray, goal_quat: np.ndarray) -> np.ndarray:
+            return np.clip(self._fast.solve(goal_pos, goal_quat), *self._limits)
+
+        target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
+        q, fk_evals = answer(target_pos, target_quat), self._choice_fk
+        if self.corrections:
+            goal_pos, goal_quat = target_pos.copy(), target_quat.copy()
+            best_q, best_score = q, math.inf
+            residual, shifted, conjugate = np.empty(4), np.empty(4), np.empty(4)
+            for correction in range(self.corrections + 1):
+                if correction > 0:
+                    q = answer(goal_pos, goal_quat)
+                    fk_evals += self._choice_fk
+                reached = self._single_fk.fk(q)
+                fk_evals += 1
+                mujoco.mju_negQuat(conjugate, reached.quat)
+                mujoco.mju_mulQuat(residual, target_quat, conjugate)  # the rotation still to go, world frame
+                pos_err = float(np.linalg.norm(target_pos - reached.pos))
+                rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
+                score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
+                if score < best_score:
+                    best_q, best_score = q, score
+                if self.tolerance.met(pos_err, rot_err):
+                    break
+                goal_pos = goal_pos + (target_pos - reached.pos)
+                mujoco.mju_mulQuat(shifted, residual, goal_quat)
+                goal_quat = shifted / np.linalg.norm(shifted)
+            q = best_q
+        elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
+        one = torch.ones(1, dtype=torch.int64)
+        result = _result(self.chain, torch.from_numpy(np.array(q, dtype=np.float64))[None], pos, quat, self.tolerance, 0 * one,
+                         fk_evals * one, 0 * one, start)
+        return replace(result, wall_time=elapsed)
+
+
+class LMRefiner:
+    """Batched Levenberg–Marquardt from given starting configurations.
+
+    Args:
+        chain: the robot's chain.
+        tolerance: success criterion (reported).
+        stop: convergence criterion: a target stops iterating once within it (default 1 µm and
+            1e-6 rad, far inside the success criterion, so successes are exact).
+        max_iterations: iteration cap per target.
+        rotation_weight: weight of the rotation residual [m/rad].
+        damping: initial Marquardt damping λ.
+        selection: joints held fixed (they do not move).
+        backend: ``numba`` (each target's loop compiled, :func:`hik_sim._lm_numba.lm_refine_batch`,
+            the targets in parallel over the CPU's cores; needs the ``fast`` extra), ``torch`` (the
+            batch as tensors, one iteration for all active targets at a time) or ``auto``: numba
+            when installed. The same method and counts; the answers agree to rounding.
+
+    Attributes:
+        backend: the backend in use.
+    """
+
+    def __init__(self, chain: Chain, tolerance: Tolerance | None = None, stop: Tolerance | None = None,
+                 max_iterations: int = 30, rotation_weight: float = 0.2, damping: float = 1e-3,
+                 selection: JointSelection | None = None, backend: str = "auto") -> None:
+        from hik_sim.learning.fast_network import numba_available
+
+        if max_iterations < 1 or not rotation_weight > 0 or not damping > 0:
+            raise SolverError("max_iterations must be >= 1 and rotation_weight, damping positive")
+        if backend not in ("auto", "numba", "torch"):
+            raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, torch")
+        if backend == "numba" and not numba_available():
+            raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='torch')")
+        self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "torch"
+        self._geometry: np.ndarray | None = None
+        self.chain = chain
+        self.tolerance = tolerance or Tolerance()
+        self.stop = stop or Tolerance(1e-6, 1e-6)
+        self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
+        self.selection = selection or JointSelection(chain.joint_names, {})
+        self.free = torch.tensor(self.selection.free_index)
+
+    def _cost_and_residual(self, pose: Pose, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        residual = torch.cat((pos - pose.pos, self.rotation_weight * rotation_residual(pose.quat, quat)), dim=-1)
+        return (residual ** 2).sum(-1), residual
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Refine ``q_init`` (B, n) (default: home) towards the targets."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        batch = pos.shape[0]
+        if q_init is None:
+            q_init = torch.tensor(self.chain.robot.home, dtype=torch.float64).expand(batch, -1)
+        q_init = _check_q_init(q_init, batch, self.chain.dof)
+        q, iterations, fk, jac = self.refine(pos, quat, q_init)
+        return _result(self.chain, q, pos, quat, self.tolerance, iterations, fk, jac, start)
+
+    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The LM loop on validated float64 targets; returns q, iterations, FK and Jacobian counts (all (B,))."""
+        chain, batch = self.chain, pos.shape[0]
+        q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
+        if self.backend == "numba" and batch > 0:
+            return self._refine_compiled(pos, quat, q)
+        iterations = torch.zeros(batch, dtype=torch.int64)
+        evals = torch.zeros(batch, dtype=torch.int64)
+        pose, jacobian = chain.fk_and_jacobian(q)
+        evals += 1
+        cost, residual = self._cost_and_residual(pose, pos, quat)
+        lam = torch.full((batch,), self.damping, dtype=torch.float64)
+        weights = torch.tensor([1.0, 1.0, 1.0, self.rotation_weight, self.rotation_weight, self.rotation_weight], dtype=torch.float64)
+        eye = torch.eye(len(self.free), dtype=torch.float64)
+        for _ in range(self.max_iterations):
+            active = ~self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
+            idx = torch.nonzero(active).flatten()
+            if idx.numel() == 0:
+                break
+            jac_a = jacobian[idx][:, :, self.free] * weights[None, :, None]
+            hessian = jac_a.transpose(1, 2) @ jac_a
+            gradient = (jac_a.transpose(1, 2) @ residual[idx, :, None])[..., 0]
+            damped = hessian + lam[idx, None, None] * (torch.diag_embed(torch.diagonal(hessian, dim1=1, dim2=2)) + 1e-9 * eye)
+            step = torch.linalg.solve(damped, gradient)
+            trial = q[idx].clone()
+            trial[:, self.free] += step
+            trial = chain.clamp(trial)
+            trial_pose, trial_jac = chain.fk_and_jacobian(trial)
+            evals[idx] += 1
+            iterations[idx] += 1
+            trial_cost, trial_residual = self._cost_and_residual(trial_pose, pos[idx], quat[idx])
+            better = trial_cost < cost[idx]
+            accept = idx[better]
+            q[accept] = trial[better]
+            pose = Pose(pose.pos.index_copy(0, accept, trial_pose.pos[better]), pose.quat.index_copy(0, accept, trial_pose.quat[better]))
+            jacobian = jacobian.index_copy(0, accept, trial_jac[better])
+            cost = cost.index_copy(0, accept, trial_cost[better])
+            residual = residual.index_copy(0, accept, trial_residual[better])
+            lam[idx] = torch.where(better, (lam[idx] / 3).clamp_min(1e-12), (lam[idx] * 4).clamp_max(1e8))
+        return q, iterations, evals, evals.clone()
+
+    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from hik_sim.solvers._lm_numba import lm_refine_batch
+        from hik_sim.learning.fast_network import _flat_geometry
+
+        if self._geometry is None:
+            self._geometry = _flat_geometry(self.chain.geometry)
+            lower, upper = self.chain.limits(torch.float64)
+            self._limits = (np.ascontiguousarray(lower.numpy()), np.ascontiguousarray(upper.numpy()))
+            free = np.zeros(self.chain.dof)
+            free[list(self.selection.free_index)] = 1.0
+            self._free_mask = free
+        batch, dof = q.shape
+        out_q = np.empty((batch, dof))
+        pos_err, rot_err = np.empty(batch), np.empty(batch)
+        iterations, evals = np.empty(batch, dtype=np.int64), np.empty(batch, dtype=np.int64)
+        lm_refine_batch(self._geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()),
+                        np.ascontiguousarray(quat.numpy()), np.ascontiguousarray(q.numpy()), self.rotation_weight, self.damping,
+                        self.max_iterations, self.stop.position, self.stop.rotation, out_q, pos_err, rot_err, iterations, evals)
+        evals_t = torch.from_numpy(evals)
+        return torch.from_numpy(out_q), torch.from_numpy(iterations), evals_t, evals_t.clone()
+
+
+class MultistartIK:
+    """Conventional-Multistart-N: LM from uniformly random seeds, round by round, up to N seeds.
+
+    Given ``q_init`` (the current joints while tracking), that is the first of the N seeds, so the
+    answer stays on the current solution branch wherever that branch reaches the target.
+
+    Two definitions (both measured in ``hik_sim.experiments.hybrid_table``):
+
+    - ``stop_early=True`` (default, ours): a target stops at its first converged start, so an
+      easy target costs one LM run.
+    - ``stop_early=False`` (the hybrid-IK paper's Conventional-Multistart-10, as we read it):
+      every target runs all N starts and the best answer is kept; the cost is N LM runs
+      whatever the target.
+
+    Args:
+        refiner: the LM refiner.
+        starts: N, the largest number of seeds per target.
+        seed: seed of the random starts (their stream is :func:`restart_rng`'s, never a target stream).
+        stop_early: stop a target at its first converged start.
+    """
+
+    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0, stop_early: bool = True) -> None:
+        if starts < 1:
+            raise SolverError(f"starts must be at least 1, got {starts}")
+        self.refiner, self.starts, self.seed, self.stop_early = refiner, starts, seed, stop_early
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Solve from ``q_init`` (B, n) when given, then from random seeds, up to N seeds per target.
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        first = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.refiner.chain.dof)
+        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed), self.stop_early)
+        return replace(result, wall_time=time.perf_counter() - start)
+
+    @property
+    def chain(self) -> Chain:
+        """The refiner's chain (the :class:`IKSolver` attribute)."""
+        return self.refiner.chain
+
+
+def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
+              rng: np.random.Generator, stop_early: bool = True) -> IKResult:
+    """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
+    from random seeds, for the targets still failing (every target when not ``stop_early``),
+    ``rounds`` rounds in all; the best answer of each target is kept."""
+    if first is not None and first.ndim == 2:
+        first = first[:, None]
+    chain, batch = refiner.chain, pos.shape[0]
+    best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
+    best_cost = torch.full((batch,), math.inf, dtype=torch.float64)
+    solved = torch.zeros(batch, dtype=torch.bool)
+    iterations = torch.zeros(batch, dtype=torch.int64)
+    fk = torch.zeros(batch, dtype=torch.int64)
+    jac = torch.zeros(batch, dtype=torch.int64)
+    for round_index in range(rounds):
+        idx = torch.nonzero(~solved).flatten()
+        if idx.numel() == 0:
+            break
+        given = first is not None and round_index < first.shape[1]
+        seeds = first[idx, round_index] if given else _random_configurations(chain, idx.numel(), rng)
+        q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
+        pose = chain.fk(q)
+        pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
+        cost = pos_err + refiner.rotation_weight * rot_err
+        improved = cost < best_cost[idx]
+        best_q[idx[improved]] = q[improved]
+        best_cost[idx[improved]] = cost[improved]
+        # Converged targets are done; one that met the success tolerance in a local minimum (often
+        # pinned at a joint limit) is not, and gets another seed.
+        if stop_early:
+            solved[idx] |= (pos_err < 2 * refiner.stop.position) & (rot_err < 2 * refiner.stop.rotation)
+        iterations[idx] += it
+        fk[idx] += f
+        jac[idx] += j
+    pose = chain.fk(best_q)
+    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
+    return IKResult(best_q, pos_err, rot_err, refiner.tolerance.met(pos_err, rot_err), iterations, fk, jac)
+
+
+class HybridIK:
+    """Network seed → LM; failures get restarts: the network's other answers first (a network with
+    several hypotheses, best first), then random configurations.
+
+    Args:
+        network: the trained network.
+        refiner: the LM refiner (its selection must match the network's fixed joints).
+        restarts: restarts for targets the seeded LM leaves unsolved.
+        seed: seed of the restarts (their stream is :func:`restart_rng`'s, never a target stream).
+
+    Raises:
+        HikError: negative ``restarts``, or the network and the refiner fix different joints.
+        SolverError: the network was made for another robot than the refiner's chain.
+    """
+
+    def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = 9, seed: int = 0) -> None:
+        check_network_fits(network, refiner.chain)
+        if restarts < 0:
+            raise SolverError(f"restarts must be >= 0, got {restarts}")
+        if dict(network.selection.fixed) != dict(refiner.selection.fixed):
+            raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
+        self.network, self.refiner, self.restarts, self.seed = network, refiner, restarts, seed
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        chain = self.refiner.chain
+        seed = self.refiner.chain.clamp(self.network.solve_all(pos, quat).double().cpu())  # (B, H, n), best first
+        generator = restart_rng(self.seed)
+        if q_init is not None:
+            q_init = _check_q_init(q_init, pos.shape[0], chain.dof)
+            first = _restarts(self.refiner, pos, quat, q_init, 1, generator)
+            todo = torch.nonzero(~first.success).flatten()
+            if todo.numel():
+                rest = _restarts(self.refiner, pos[todo], quat[todo], seed[todo], 1 + self.restarts, generator)
+                first = _merge(first, rest, todo)
+            result = first
+        else:
+            result = _restarts(self.refiner, pos, quat, seed, 1 + self.restarts, generator)
+        choice = self.network.hypotheses if self.network.hypotheses > 1 else 0  # ordering H answers best first costs H FK per target
+        return replace(result, fk_evals=result.fk_evals + choice, wall_time=time.perf_counter() - start)
+
+    @property
+    def chain(self) -> Chain:
+        """The refiner's chain (the :class:`IKSolver` attribute)."""
+        return self.refiner.chain
+
+
+def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
+    """``into`` with the results of a retry of targets ``index`` folded in (a new result; ``into``
+    is left as it was): costs add, the better answer wins."""
+    better = other.success | (other.pos_err < into.pos_err[index])
+    chosen = index[better]
+    changes: dict[str, torch.Tensor] = {}
+    for name in ("iterations", "fk_evals", "jac_evals"):
+        changes[name] = getattr(into, name).index_add(0, index, getattr(other, name))
+    for name in ("q", "pos_err", "rot_err", "success"):
+        changes[name] = getattr(into, name).index_copy(0, chosen, getattr(other, name)[better])
+    return replace(into, **changes)
+
+
+SINGLE_TARGET_RESTARTS = 49
+"""Restarts of :class:`SingleTargetIK` after its first seeds fail (the network's other answers count).
+With the compiled LM a restart costs tens of µs, and only failing targets take them. The same
+restarts in the batched hybrid solve 98.863 % (9) and 99.973 % (49) of 100,000 IRB120 targets
+within 5 mm & 2°, and 99.88–100 % (49) on the other robots (``benchmarks/success_rate.py``,
+docs/benchmarks.md). The worst case (every restart run to its iteration cap) is about 10 ms."""
+
+
+class SingleTargetIK:
+    """The control-rate path: one target per call, on :class:`~hik_sim.single_target.SingleTargetLM`.
+
+    The same LM as :class:`LMRefiner` (damping, limits, stopping rule) in numpy on MuJoCo's C
+    kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
+    tracking: continuity, no jumps between solution branches), the network's answer (when a
+    network is given), its other answers (a network with several hypotheses, best first), then
+    random configurations, until one succeeds.
+
+    The network runs as a :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs for one pose
+    instead of torch's 0.2–2 ms; the float64 forward pass of the same weights, its answers ranked
+    by a float64 FK): its weights are read once, when the solver is built.
+
+    Args:
+        chain: the robot's chain.
+        network: optional trained network for the seed after ``q_init``.
+        tolerance: success criterion.
+        max_iterations: LM iterations per seed.
+        rotation_weight: weight of the rotation residual [m/rad].
+        restarts: seeds after the first ones fail: the network's other answers, then random ones.
+        seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
+
+    Raises:
+        HikError: a network with fixed joints.
+        SolverError: the network was made for another robot.
+    """
+
+    def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
+                 max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = SINGLE_TARGET_RESTARTS,
+                 seed: int = 0) -> None:
+        from hik_sim.solvers.single_target import SingleTargetLM
+
+        if network is not None:
+            check_network_fits(network, chain)
+            if network.selection.fixed:
+                raise SolverError("SingleTargetIK drives every chain joint; give it a network without fixed joints")
+        self.chain, self.network, self.tolerance, self.restarts = chain, network, tolerance or Tolerance(), restarts
+        self.lm = SingleTargetLM(chain.robot, chain.geometry, max_iterations=max_iterations, rotation_weight=rotation_weight)
+        self.fast_network = None
+        if network is not None:
+            from hik_sim.learning.fast_network import FastIKNetwork
+
+            self.fast_network = FastIKNetwork.from_network(network)  # the network's seed without torch at batch 1
+        self.rng = restart_rng(seed)
+        self._np = np
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """The batch interface: each target in turn through :meth:`solve_one` (each from its ``q_init`` row when given).
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        q_init = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.chain.dof)
+        results = [self.solve_one(pos[i], quat[i], None if q_init is None else q_init[i].numpy()) for i in range(pos.shape[0])]
+        fields = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
+        if not results:  # an empty batch: empty results
+            none = torch.zeros(0, dtype=torch.int64)
+            return _result(self.chain, torch.zeros(0, self.chain.dof, dtype=torch.float64), pos, quat, self.tolerance,
+                           none, none, none, start)
+        return IKResult(*(torch.cat([getattr(r, name) for r in results]) for name in fields), wall_time=time.perf_counter() - start)
+
+    def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
+        """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).
+
+        Returns:
+            :class:`IKResult` with batch size 1.
+
+        Raises:
+            HikError: bad target or ``q_init``.
+        """
+        np = self._np
+        start = time.perf_counter()
+        pos, quat = _one_target_fast(target_pos, target_quat)
+        if pos is None:  # anything but a plain, valid float pose: the full checks, which say what is wrong
+            pos_t, quat_t = check_targets(_as_real_tensor(target_pos, "target position").reshape(1, -1),
+                                          _as_real_tensor(target_quat, "target quaternion").reshape(1, -1))
+            pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
+        seeds = []
+        if q_init is not None:
+            q_init = _as_real_tensor(q_init, "q_init").numpy()
+            if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
+                raise SolverError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
+            seeds.append(lambda: q_init)
+        restarts = self.restarts
+        if self.network is not None:  # its answers, best first; the alternatives count as restarts
+            answers: list[np.ndarray] = []
+
+            def network_answer(k: int) -> np.ndarray:
+                if not answers:
+                    answers.extend(self.fast_network.solve_all(pos, quat))
+                return answers[k]
+
+            alternatives = min(self.network.hypotheses - 1, restarts)
+            seeds += [lambda k=k: network_answer(k) for k in range(1 + alternatives)]
+            restarts -= alternatives
+        if not seeds:
+            seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
+        seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
+        best, iterations, evals = None, 0, 0
+        weight = self.lm.rotation_weight
+        for make_seed in seeds:
+            answer = self.lm.refine(pos, quat, make_seed())
+            iterations, evals = iterations + answer.iterations, evals + answer.evals
+            if best is None or answer.pos_err + weight * answer.rot_err < best.pos_err + weight * best.rot_err:
+                best = answer
+            if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
+                break
+        met = self.tolerance.met(best.pos_err, best.rot_err)
+        counts = np.array([iterations, evals], dtype=np.int64)
+        return IKResult(torch.from_numpy(best.q[None]), torch.from_numpy(np.array([best.pos_err])),
+                        torch.from_numpy(np.array([best.rot_err])), torch.from_numpy(np.array([met])),
+                        torch.from_numpy(counts[:1]), torch.from_numpy(counts[1:]), torch.from_numpy(counts[1:].copy()),
+                        time.perf_counter() - start)
+
+
+def _one_target_fast(target_pos: Any, target_quat: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A plain float target — numpy arrays (or CPU tensors) of shapes (3,) and (4,), finite, within
+    :data:`~hik_sim.network.MAX_TARGET_DISTANCE`, a non-zero quaternion — as float64 copies (the
+    quaternion normalised), in a few µs; ``(None, None)`` for anything else (the full checks of
+    :func:`check_targets` then run and name what is wrong)."""
+    if isinstance(target_pos, torch.Tensor) and isinstance(target_quat, torch.Tensor) and target_pos.device.type == "cpu" \
+            and target_quat.device.type == "cpu" and target_pos.dtype.is_floating_point and target_quat.dtype.is_floating_point:
+        target_pos, target_quat = target_pos.detach().numpy(), target_quat.detach().numpy()
+    if not (isinstance(target_pos, np.ndarray) and isinstance(target_quat, np.ndarray) and target_pos.shape == (3,)
+            and target_quat.shape == (4,) and target_pos.dtype.kind == "f" and target_quat.dtype.kind == "f"):
+        return None, None
+    pos, quat = target_pos.astype(np.float64), target_quat.astype(np.float64)
+    norm = math.sqrt(float(quat @ quat))
+    if not (1e-9 < norm < math.inf and float(np.abs(pos).max()) <= MAX_TARGET_DISTANCE):  # NaN fails both
+        return None, None
+    return pos, quat / norm
+
+
+class DmControlIK:
+    """dm_control's ``qpos_from_site_pose`` on the robot's scene, one target at a time, as dm_control ships it.
+
+    dm_control ignores joint limits: answers outside them are counted in
+    ``result.extra["limit_violations"]`` and then clamped into the limits (so the result, like every
+    solver's, is a configuration the robot can take), with errors measured after clamping.
+
+    Args:
+        scene: the robot's :class:`~hik_sim.scene.Scene`.
+        tolerance: success criterion.
+        max_steps: dm_control's iteration cap.
+        tol: dm_control's convergence tolerance on the residual norm.
+    """
+
+    def __init__(self, scene, tolerance: Tolerance | None = None, max_steps: int = 100, tol: float = 1e-14) -> None:  # noqa: ANN001
+        import mujoco
+        from dm_control import mujoco as dm_mujoco
+
+        self.scene, self.chain = scene, Chain(scene.robot)
+        self.tolerance, self.max_steps, self.tol = tolerance or Tolerance(), max_steps, tol
+        self.physics = dm_mujoco.Physics.from_xml_string(scene.spec.to_xml())
+        data = scene.make_data()
+        self.base_pos, base_rot = scene.base_pose(data)
+        self.base_rot = torch.from_numpy(base_rot)
+        base_quat = torch.empty(4, dtype=torch.float64)
+        mujoco.mju_mat2Quat(base_quat.numpy(), base_rot.reshape(-1))
+        self.base_quat = base_quat
+        self.home_qpos = data.qpos.copy()
+
+    def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
+        """Solve each target from ``q_init`` (B, n) (default: home).
+
+        Raises:
+            HikError: bad targets or ``q_init``.
+        """
+        from dm_control.utils.inverse_kinematics import qpos_from_site_pose
+
+        start = time.perf_counter()
+        pos, quat = check_targets(target_pos, target_quat)
+        batch, robot = pos.shape[0], self.scene.robot
+        if q_init is not None:  # a wrong shape was a raw ValueError, NaN a LinAlgError from inside dm_control
+            q_init = _check_q_init(q_init, batch, self.chain.dof)
+        world_pos = torch.from_numpy(self.base_pos) + pos @ self.base_rot.T
+        world_quat = quaternion_multiply(self.base_quat.expand(batch, 4), quat)
+        q = torch.empty(batch, self.chain.dof, dtype=torch.float64)
+        steps = torch.zeros(batch, dtype=torch.int64)
+        for i in range(batch):
+            self.physics.data.qpos[:] = self.home_qpos
+            if q_init is not None:
+                self.physics.data.qpos[self.scene.chain_qpos] = torch.as_tensor(q_init[i]).numpy()
+            answer = qpos_from_site_pose(self.physics, "ee", target_pos=world_pos[i].numpy(), target_quat=world_quat[i].numpy(),
+                                         joint_names=list(robot.joint_names), tol=self.tol, max_steps=self.max_steps, inplace=False)
+            q[i] = torch.from_numpy(answer.qpos[self.scene.chain_qpos])
+            steps[i] = answer.steps
+        lower, upper = self.chain.limits(torch.float64)
+        violations = int(((q < lower - 1e-9) | (q > upper + 1e-9)).any(dim=1).sum())
+        result = _result(self.chain, self.chain.clamp(q), pos, quat, self.tolerance, steps, steps + 1, steps, start)
+        return replace(result, extra={"limit_violations": violations})

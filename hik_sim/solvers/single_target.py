@@ -1,0 +1,210 @@
+"""Fast FK and Jacobian for one configuration at a time: the control-rate path.
+
+At one target per control step, torch's per-call overhead (tens of operations of a few µs each)
+and pytorch-kinematics' (milliseconds) dominate. :class:`SingleTargetKinematics` instead compiles
+the IK chain alone, as a bare MuJoCo model (one body per joint, no geometry), from the same
+:class:`~hik_sim.geometry.ChainGeometry` that :class:`~hik_sim.kinematics.Chain` uses, and asks
+MuJoCo's C functions (``mj_kinematics``, ``mj_comPos``, ``mj_jacSite``) for the answer, in float64
+numpy, with the same conventions: base frame, quaternion wxyz with w ≥ 0, Jacobian rows
+(linear; angular).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from hik_sim.errors import SolverError
+from hik_sim.kinematics.geometry import ChainGeometry
+from hik_sim.robots import RobotSpec
+
+__all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer"]
+
+
+class SinglePose(NamedTuple):
+    """One end-effector pose in the base frame.
+
+    Attributes:
+        pos: (3,) [m].
+        quat: (4,) wxyz, w ≥ 0.
+    """
+
+    pos: np.ndarray
+    quat: np.ndarray
+
+
+def _mat_quat(rot: np.ndarray) -> list[float]:
+    import mujoco
+
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rot).reshape(-1))
+    return quat.tolist()
+
+
+class SingleTargetKinematics:
+    """FK and Jacobian of one configuration, through MuJoCo's C kinematics.
+
+    Args:
+        robot: the robot.
+        geometry: the chain's geometry, when already at hand (saves re-reading the URDF).
+    """
+
+    def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None) -> None:
+        import mujoco
+
+        self.robot = robot
+        g = geometry or ChainGeometry.from_robot(robot)
+        spec = mujoco.MjSpec()
+        spec.modelname = f"{robot.name}_chain"
+        parent = spec.worldbody
+        for i, name in enumerate(g.joint_names):
+            parent = parent.add_body(name=f"link{i}", pos=g.translations[i].tolist(), quat=_mat_quat(g.rotations[i]),
+                                     mass=1.0, inertia=[1e-3, 1e-3, 1e-3])
+            joint_type = mujoco.mjtJoint.mjJNT_HINGE if g.revolute[i] else mujoco.mjtJoint.mjJNT_SLIDE
+            parent.add_joint(name=name, type=joint_type, axis=g.axes[i].tolist())
+        parent.add_site(name="ee", pos=g.tool_translation.tolist(), quat=_mat_quat(g.tool_rotation))
+        self.model = spec.compile()
+        self.data = mujoco.MjData(self.model)
+        self._mujoco = mujoco
+        self._jacp = np.zeros((3, self.model.nv))
+        self._jacr = np.zeros((3, self.model.nv))
+        self._quat = np.zeros(4)
+        self.dof = g.dof
+
+    def _set(self, q: np.ndarray) -> None:
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.dof,):
+            raise SolverError(f"joint values must have shape ({self.dof},) for {self.robot.name!r}, got {q.shape}")
+        if not np.isfinite(q).all():
+            raise SolverError(f"joint values must be finite, got {q}")
+        self.data.qpos[:] = q
+        self._mujoco.mj_kinematics(self.model, self.data)
+
+    def _pose(self) -> SinglePose:
+        self._mujoco.mju_mat2Quat(self._quat, self.data.site_xmat[0])
+        quat = self._quat.copy() if self._quat[0] >= 0 else -self._quat
+        return SinglePose(self.data.site_xpos[0].copy(), quat)
+
+    def fk(self, q: np.ndarray) -> SinglePose:
+        """End-effector pose of one configuration ``q`` (n,) [rad or m]."""
+        self._set(q)
+        return self._pose()
+
+    def fk_and_jacobian(self, q: np.ndarray) -> tuple[SinglePose, np.ndarray]:
+        """End-effector pose and geometric Jacobian (6, n) of one configuration ``q`` (n,)."""
+        self._set(q)
+        self._mujoco.mj_comPos(self.model, self.data)
+        self._mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, 0)
+        return self._pose(), np.vstack((self._jacp, self._jacr))
+
+
+class LMAnswer(NamedTuple):
+    """One target's Levenberg–Marquardt answer.
+
+    Attributes:
+        q: (n,) configuration, inside the limits.
+        pos_err: position error [m].
+        rot_err: rotation error [rad].
+        iterations: LM iterations.
+        evals: FK + Jacobian evaluations (one per evaluated configuration).
+    """
+
+    q: np.ndarray
+    pos_err: float
+    rot_err: float
+    iterations: int
+    evals: int
+
+
+class SingleTargetLM:
+    """Levenberg–Marquardt for one target: numpy and MuJoCo's C kinematics, no torch.
+
+    The same method as the batched :class:`hik_sim.solvers.LMRefiner`: a 6-D residual (position
+    [m]; rotation as an axis-angle vector [rad] times ``rotation_weight`` [m/rad]), Marquardt-scaled
+    damping that falls after a successful step and rises after a failed one, every trial projected
+    onto the joint limits, stop once within (``stop_position``, ``stop_rotation``).
+
+    Args:
+        robot: the robot.
+        geometry: its chain geometry, when already at hand.
+        max_iterations: iteration cap.
+        rotation_weight: weight of the rotation residual [m/rad].
+        damping: initial damping.
+        stop_position: convergence threshold [m].
+        stop_rotation: convergence threshold [rad].
+        backend: ``numba`` (the whole loop compiled, :mod:`hik_sim._lm_numba`: a few µs an
+            iteration; needs the ``fast`` extra), ``mujoco`` (numpy and MuJoCo's C kinematics, tens
+            of µs an iteration, Python between them) or ``auto``: numba when it is installed.
+
+    Attributes:
+        backend: the backend in use.
+    """
+
+    def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = 30,
+                 rotation_weight: float = 0.2, damping: float = 1e-3, stop_position: float = 1e-6,
+                 stop_rotation: float = 1e-6, backend: str = "auto") -> None:
+        import mujoco
+
+        from hik_sim.learning.fast_network import _flat_geometry, numba_available
+
+        if backend not in ("auto", "numba", "mujoco"):
+            raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
+        if backend == "numba" and not numba_available():
+            raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
+        self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "mujoco"
+        geometry = geometry or ChainGeometry.from_robot(robot)
+        self._geometry = _flat_geometry(geometry) if self.backend == "numba" else None
+        self.kinematics = SingleTargetKinematics(robot, geometry)
+        self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
+        self.stop_position, self.stop_rotation = stop_position, stop_rotation
+        self.lower, self.upper = np.asarray(robot.lower, dtype=float), np.asarray(robot.upper, dtype=float)
+        self.weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
+        self._mujoco = mujoco
+        self._rel, self._conj, self._axis_angle = np.empty(4), np.empty(4), np.empty(3)
+
+    def errors(self, pose: SinglePose, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """Weighted residual (6,), position error [m] and rotation error [rad] of a pose against a target."""
+        mj = self._mujoco
+        mj.mju_negQuat(self._conj, pose.quat)
+        mj.mju_mulQuat(self._rel, quat, self._conj)
+        if self._rel[0] < 0:
+            self._rel *= -1
+        mj.mju_quat2Vel(self._axis_angle, self._rel, 1.0)
+        delta = pos - pose.pos
+        residual = np.concatenate((delta, self.rotation_weight * self._axis_angle))
+        return residual, float(np.linalg.norm(delta)), float(np.linalg.norm(self._axis_angle))
+
+    def refine(self, pos: np.ndarray, quat: np.ndarray, q: np.ndarray) -> LMAnswer:
+        """Refine ``q`` (n,) towards the target (pos (3,) [m], unit quat (4,) wxyz)."""
+        if self._geometry is not None:
+            from hik_sim.solvers._lm_numba import lm_refine
+
+            out = np.empty(len(self.lower))
+            pos_err, rot_err, iterations, evals = lm_refine(
+                self._geometry, self.lower, self.upper, np.ascontiguousarray(pos, dtype=np.float64),
+                np.ascontiguousarray(quat, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64), self.rotation_weight,
+                self.damping, self.max_iterations, self.stop_position, self.stop_rotation, out)
+            return LMAnswer(out, pos_err, rot_err, iterations, evals)
+        q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
+        pose, jac = self.kinematics.fk_and_jacobian(q)
+        evals, iterations, lam = 1, 0, self.damping
+        residual, pos_err, rot_err = self.errors(pose, pos, quat)
+        cost = residual @ residual
+        eye = 1e-9 * np.eye(len(q))
+        while iterations < self.max_iterations and not (pos_err < self.stop_position and rot_err < self.stop_rotation):
+            weighted = jac * self.weights[:, None]
+            hessian = weighted.T @ weighted
+            step = np.linalg.solve(hessian + lam * (np.diag(np.diag(hessian)) + eye), weighted.T @ residual)
+            trial = np.clip(q + step, self.lower, self.upper)
+            trial_pose, trial_jac = self.kinematics.fk_and_jacobian(trial)
+            evals += 1
+            iterations += 1
+            trial_residual, trial_pos_err, trial_rot_err = self.errors(trial_pose, pos, quat)
+            trial_cost = trial_residual @ trial_residual
+            if trial_cost < cost:
+                q, jac, residual, cost, pos_err, rot_err = trial, trial_jac, trial_residual, trial_cost, trial_pos_err, trial_rot_err
+                lam = max(lam / 3, 1e-12)
+            else:
+                lam = min(lam * 4, 1e8)
+        return LMAnswer(q, pos_err, rot_err, iterations, evals)
