@@ -12,8 +12,8 @@ network + LM solver) it measures
    RMS / p95 / max after the first second, rotation RMS;
 
 and writes a run folder: ``report.html`` (the page to open: tables, plots and videos; see
-:mod:`hik_sim.report`), ``report.json``, ``metrics.csv``, ``summary.md``, plots (``ik_errors.png``,
-``reach_error.png``, ``track_error.png``) and rollout videos (:mod:`hik_sim.video`):
+:mod:`hik_sim.evaluation.report`), ``report.json``, ``metrics.csv``, ``summary.md``, plots (``ik_errors.png``,
+``reach_error.png``, ``track_error.png``) and rollout videos (:mod:`hik_sim.sim.video`):
 ``<policy>_<env>.mp4`` (640 × 480 by default, with a small ``.gif`` preview) of each policy's first
 episode, framed on the motion, with the goal's and end-effector's paths as trails and the errors
 overlaid, and ``side_by_side_<env>.mp4`` (with its last frame as a PNG): all policies on that same
@@ -29,7 +29,7 @@ A robot loaded from a URDF has no shipped networks: ``lm``, ``multistart`` and `
 none (they are its default policies), ``hybrid`` is seeded by the ``--checkpoint`` network, and any
 checkpoint trained for it is a policy by its path.
 
-Metrics are defined in :mod:`hik_sim.metrics` and in the README: Euclidean position error,
+Metrics are defined in :mod:`hik_sim.evaluation.metrics` and in the README: Euclidean position error,
 geodesic rotation error ``2·acos(|⟨q, q'⟩|)``.
 
 Examples::
@@ -72,7 +72,7 @@ __all__ = ["EvalConfig", "PolicySpec", "build_policy", "claim_run_folder", "eval
 
 POLICY_NAMES: tuple[str, ...] = tuple(n for n in SOLVER_NAMES if n not in BASELINE_NAMES)
 """The policies every robot with shipped networks runs (harmoatt, mlp, closed_loop, hybrid, multistart,
-lm, dm_control); every name of :func:`hik_sim.solver_registry.make_solver` is a policy, the baselines
+lm, dm_control); every name of :func:`hik_sim.solvers.registry.make_solver` is a policy, the baselines
 ``cycleik`` and ``regression`` where shipped, any other shipped network and a checkpoint path too."""
 NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
@@ -151,11 +151,11 @@ class PolicySpec:
 
 def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network: str | None = None) -> PolicySpec:
     """The solver and controller a policy name stands for, both from
-    :func:`hik_sim.solver_registry.make_solver`: one of :data:`~hik_sim.solver_registry.SOLVER_NAMES`
+    :func:`hik_sim.solvers.registry.make_solver`: one of :data:`~hik_sim.solvers.registry.SOLVER_NAMES`
     (:data:`POLICY_NAMES` for every robot with shipped networks), any other network shipped for
     ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path. The solver is the
-    batched one (``hybrid``: :class:`~hik_sim.solvers.HybridIK`), the controller runs the one-target
-    one (``hybrid``: :class:`~hik_sim.solvers.SingleTargetIK` on the same network).
+    batched one (``hybrid``: :class:`~hik_sim.solvers.ik.HybridIK`), the controller runs the one-target
+    one (``hybrid``: :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network).
 
     Args:
         name: the policy.
@@ -210,7 +210,7 @@ def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -
 
 def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, label: str, frame_every: int):  # noqa: ANN001, ANN202
     """One episode: per-step errors, latencies, limit violations, and (``record``) a
-    :class:`~hik_sim.video.Recording` of the start and every ``frame_every``-th step."""
+    :class:`~hik_sim.sim.video.Recording` of the start and every ``frame_every``-th step."""
     from hik_sim.sim.video import Recording
 
     controller = policy.controller
@@ -393,7 +393,7 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
 def _videos(scene: Any, recordings: dict[str, list[Any]], fps: dict[str, int], config: EvalConfig, out: Path,
             report: dict[str, Any]) -> list[str]:
     """Each policy's video and, with two policies or more, the side-by-side video of each environment
-    (see :mod:`hik_sim.video`); records their frame counts in ``report``; returns the files written."""
+    (see :mod:`hik_sim.sim.video`); records their frame counts in ``report``; returns the files written."""
     from hik_sim.sim.video import VideoOptions, write_rollout_videos
 
     options = VideoOptions(width=config.width, height=config.height)
@@ -566,7 +566,7 @@ def paper_suite(out: Path, targets: int = 10_000, progress: bool = True, unique:
     MLP on the five humanoids, with the abstract's headline figures beside ours; (b) the IRB120
     table of the hybrid-IK paper with its definitions (regression DNN, one-answer hybrid without
     restarts, multistart that runs all 10 starts) beside its published figures, then our variants.
-    See :mod:`hik_sim.experiments`.
+    See :mod:`hik_sim.evaluation.experiments`.
 
     Raises:
         OutputError: ``out`` cannot be this run's folder. A run that fails removes what it wrote.

@@ -11,7 +11,7 @@ from hik_sim.kinematics.tolerances import LOOSE, SUCCESS
 
 __all__ = ["SUCCESS_THRESHOLDS", "accuracy_metrics"]
 
-# (name, position tolerance [m], rotation tolerance [rad]): hik_sim.tolerances' SUCCESS and LOOSE
+# (name, position tolerance [m], rotation tolerance [rad]): hik_sim.kinematics.tolerances' SUCCESS and LOOSE
 SUCCESS_THRESHOLDS: tuple[tuple[str, float, float], ...] = (
     ("success_5mm_2deg", SUCCESS.position, SUCCESS.rotation),
     ("success_10mm_20deg", LOOSE.position, LOOSE.rotation),

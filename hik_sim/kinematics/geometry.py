@@ -3,8 +3,8 @@
 :class:`ChainGeometry` folds the URDF chain from a robot's base link to its end-effector link into
 one constant transform per movable joint (the URDF origins of all fixed joints in between, folded
 together), the joint axes and types, and the constant tool transform after the last joint. The
-batched torch :class:`~hik_sim.kinematics.Chain` and the single-target MuJoCo path
-(:mod:`hik_sim.single_target`) both evaluate it.
+batched torch :class:`~hik_sim.kinematics.chain.Chain` and the single-target MuJoCo path
+(:mod:`hik_sim.solvers.single_target`) both evaluate it.
 """
 
 from __future__ import annotations

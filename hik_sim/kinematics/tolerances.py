@@ -6,7 +6,7 @@
 - :data:`REPORT_TOLERANCES`: the criteria the solver tables report (5 mm & 2°, 1 mm & 1°, and
   0.1 mm & 0.1° for "exact").
 - :func:`rotation_angle`: the geodesic angle between two orientations for one pose (numpy), the
-  same formula as the batched :func:`hik_sim.rotations.rotation_error` (torch):
+  same formula as the batched :func:`hik_sim.kinematics.rotations.rotation_error` (torch):
   ``2·atan2(‖vec(q*⊗q')‖, |w(q*⊗q')|)``, accurate near zero where ``2·acos(|⟨q, q'⟩|)`` is not
   (acos loses about half the digits there: a 1e-8 rad error reads as 0 or 2e-8).
 """

@@ -46,7 +46,7 @@ class Card:
         lower: joint lower limits.
         upper: joint upper limits.
         fixed_joints: joints held fixed and their values.
-        model: ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (:data:`hik_sim.models.MODEL_KINDS`).
+        model: ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (:data:`hik_sim.learning.models.MODEL_KINDS`).
         model_options: the model's constructor arguments.
         parameters: trainable parameters.
         pos_min: (3,) workspace lower bound used for normalisation [m].

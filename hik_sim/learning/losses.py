@@ -1,6 +1,6 @@
 """The composite training loss, computed through differentiable FK of the predicted joints.
 
-The network's joints go through :class:`~hik_sim.kinematics.Chain` FK (cycle consistency: no
+The network's joints go through :class:`~hik_sim.kinematics.chain.Chain` FK (cycle consistency: no
 joint-space targets, so every IK solution branch is an equally good answer), and the pose it
 reaches is compared with the target pose. Errors are measured in units of the success tolerances
 (5 mm, 2° by default), so that the two terms weigh a position and a rotation miss alike.
@@ -30,13 +30,13 @@ Terms, each of which can be switched to its plain version for ablations:
 
 For a network with several hypotheses (H answers per pose) the loss is *relaxed winner-takes-all*:
 per pose, the loss of the answer the network would choose (least position/tolerance +
-rotation/tolerance, as :class:`~hik_sim.network.IKNetwork` chooses), plus ε × the mean loss of all
+rotation/tolerance, as :class:`~hik_sim.learning.network.IKNetwork` chooses), plus ε × the mean loss of all
 H answers (ε = 0.05 by default), so that every answer keeps learning even where another wins —
 without that term an answer that loses everywhere early never trains again. The winner's errors
 drive the adaptive β and are the reported position and rotation terms.
 
 Two other objectives train the baselines as their papers do (the trainer picks one by model kind,
-:attr:`hik_sim.train.TrainConfig.objective`):
+:attr:`hik_sim.learning.train.TrainConfig.objective`):
 
 - :class:`CycleIKLoss`: CycleIK's own loss (``jangerritha/CycleIK``, ``train/train.py`` and
   ``train/train_mlp.py``), through FK like ours: ``position_weight × SmoothL1(β = 1 mm)`` of the
@@ -136,7 +136,7 @@ def adaptive_smooth_l1(error: torch.Tensor, beta: float | torch.Tensor) -> torch
 def geodesic_angle(quat: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
     """Rotation angle between quaternions, (B, 4) × (B, 4) → (B,) [rad]; same for q and −q.
 
-    Unlike :func:`hik_sim.rotations.rotation_error`, a tiny floor under the norm keeps the
+    Unlike :func:`hik_sim.kinematics.rotations.rotation_error`, a tiny floor under the norm keeps the
     gradient finite at exactly zero error (training targets can be reached exactly).
     """
     conj = quat * quat.new_tensor([1.0, -1.0, -1.0, -1.0])

@@ -1,11 +1,11 @@
 """`IKNetwork`: a trained IK model with everything needed to use it on its robot.
 
-It wraps the model (:mod:`hik_sim.models`) with the input normalisation measured on the robot's
+It wraps the model (:mod:`hik_sim.learning.models`) with the input normalisation measured on the robot's
 workspace and the joint selection (fixed joints), so that it maps a target pose straight to a full
 chain configuration, inside the joint limits by construction. A model with several hypotheses
 proposes H answers; the network answers with the one whose forward kinematics lands closest to the
 target (position error / 5 mm + rotation error / 2°, the success tolerances), so it needs the
-robot's :class:`~hik_sim.kinematics.Chain`.
+robot's :class:`~hik_sim.kinematics.chain.Chain`.
 """
 
 from __future__ import annotations

@@ -4,21 +4,21 @@
 running :data:`DERIVATION`, the numbered list of what is changed in and added to the URDF
 (``python -m hik_sim.scene --derivation`` prints it). In short:
 
-- the URDF is made MuJoCo-ready (steps 1–5, :mod:`~hik_sim.scene.derivation`): meshes resolved
-  and converted (:mod:`hik_sim.meshes`), invalid inertias repaired, the tool frame and visual
+- the URDF is made MuJoCo-ready (steps 1–5, :mod:`~hik_sim.sim.derivation`): meshes resolved
+  and converted (:mod:`hik_sim.robots.meshes`), invalid inertias repaired, the tool frame and visual
   meshes kept;
 - the robot is fixed in place, gravity-compensated, without contacts, with ideal joints and an
   ``ee`` site (steps 6–14): an IK study where the commanded configuration is what it reaches;
-- one compile measures it (step 15, :mod:`~hik_sim.scene.measure`), and position servos and
+- one compile measures it (step 15, :mod:`~hik_sim.sim.measure`), and position servos and
   ``hold:<joint>`` holds are tuned on the largest inertia each joint sees (step 16,
-  :mod:`~hik_sim.scene.servos`);
+  :mod:`~hik_sim.sim.servos`);
 - it stands on a floor under two lights, with a mocap ``target`` showing the goal pose, a
   ``workspace`` and an ``overview`` camera and a ``home`` keyframe (steps 17–21,
-  :mod:`~hik_sim.scene.dressing`), and the scene is compiled a second and last time.
+  :mod:`~hik_sim.sim.dressing`), and the scene is compiled a second and last time.
 
-:func:`check_scene` (:mod:`~hik_sim.scene.checks`) compares the chain's FK with MuJoCo and checks
+:func:`check_scene` (:mod:`~hik_sim.sim.checks`) compares the chain's FK with MuJoCo and checks
 that home holds; :func:`render_frame` renders a camera; ``python -m hik_sim.scene --robot NAME
---xml OUT.xml --png OUT.png`` (:mod:`~hik_sim.scene.cli`) writes the MJCF and a picture after
+--xml OUT.xml --png OUT.png`` (:mod:`~hik_sim.sim.cli`) writes the MJCF and a picture after
 the checks.
 
 The package imports no MuJoCo until a scene is built, so :func:`ensure_headless_gl` can choose EGL first.

@@ -16,7 +16,7 @@ __all__ = ["build_scene"]
 
 
 def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace_samples: int = 512) -> Scene:
-    """Build and compile the MuJoCo scene of a robot: the steps of :data:`~hik_sim.scene.derivation.DERIVATION` in order.
+    """Build and compile the MuJoCo scene of a robot: the steps of :data:`~hik_sim.sim.derivation.DERIVATION` in order.
 
     The URDF is parsed once (and not at all when the robot's URDF was parsed before, unchanged);
     MuJoCo compiles twice: once to measure the robot, once for the finished scene.

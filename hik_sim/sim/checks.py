@@ -20,7 +20,7 @@ class SceneCheck:
     """What :func:`check_scene` measured.
 
     Attributes:
-        fk_pos_err_max: largest position gap between :class:`~hik_sim.kinematics.Chain` FK and
+        fk_pos_err_max: largest position gap between :class:`~hik_sim.kinematics.chain.Chain` FK and
             MuJoCo's ``ee`` site over the samples [m].
         fk_rot_err_max: largest rotation gap over the samples [rad].
         hold_err_max: largest joint drift from home after ``hold_seconds`` of simulation [rad or m].

@@ -2,15 +2,15 @@
 
 MuJoCo Menagerie documents each model by its *derivation steps*: what was changed from the
 source description, in order. :data:`DERIVATION` is that list for every hik_sim scene: each entry
-is a function ``step(draft)`` on a :class:`~hik_sim.scene.draft.Draft` whose docstring's first
-line is the list entry and whose body is the change. :func:`~hik_sim.scene.build_scene` runs
+is a function ``step(draft)`` on a :class:`~hik_sim.sim.draft.Draft` whose docstring's first
+line is the list entry and whose body is the change. :func:`~hik_sim.sim.build_scene` runs
 the steps in order; ``python -m hik_sim.scene --derivation`` prints the list.
 
-Steps 1–4 rewrite the URDF's XML (parsed once, :func:`hik_sim.urdf.load_urdf_tree`), step 5 lets
+Steps 1–4 rewrite the URDF's XML (parsed once, :func:`hik_sim.robots.urdf.load_urdf_tree`), step 5 lets
 MuJoCo read it into an ``MjSpec``, steps 6–14 change the robot in the spec, step 15 measures it on
-a first compile (:mod:`~hik_sim.scene.measure`), step 16 adds the servos
-(:mod:`~hik_sim.scene.servos`), steps 17–21 dress the scene and compile it a second and last time
-(:mod:`~hik_sim.scene.dressing`).
+a first compile (:mod:`~hik_sim.sim.measure`), step 16 adds the servos
+(:mod:`~hik_sim.sim.servos`), steps 17–21 dress the scene and compile it a second and last time
+(:mod:`~hik_sim.sim.dressing`).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def drop_collision_geometry(draft: Draft) -> None:
 def convert_meshes(draft: Draft) -> None:
     """Meshes are resolved (``package://`` as ROS does) and converted to files MuJoCo reads.
 
-    COLLADA and ASCII STL meshes are converted once into the mesh cache (:mod:`hik_sim.meshes`);
+    COLLADA and ASCII STL meshes are converted once into the mesh cache (:mod:`hik_sim.robots.meshes`);
     a visual mesh whose source carries a colour keeps it where the URDF gives no material.
     """
     robot, urdf = draft.robot, draft.urdf
@@ -320,7 +320,7 @@ DERIVATION: tuple[Step, ...] = (
     add_cameras,
     add_home_keyframe,
 )
-"""Every change from the URDF to the compiled scene, in the order :func:`~hik_sim.scene.build_scene` applies them."""
+"""Every change from the URDF to the compiled scene, in the order :func:`~hik_sim.sim.build_scene` applies them."""
 
 
 def describe(steps: tuple[Step, ...] = DERIVATION) -> str:

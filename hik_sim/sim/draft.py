@@ -30,7 +30,7 @@ class Draft:
         spec: the ``MjSpec`` once MuJoCo has read the rewritten URDF.
         held: the held joints MuJoCo's model has, and their values [rad or m].
         home: every joint's home value: the held ones and the chain's.
-        measured: what the first compile measured (:mod:`hik_sim.scene.measure`).
+        measured: what the first compile measured (:mod:`hik_sim.sim.measure`).
         model: the compiled scene, after the last step.
     """
 

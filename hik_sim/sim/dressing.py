@@ -1,6 +1,6 @@
 """Steps 17–21: the robot on a floor, under lights, with a goal marker, two cameras and a home keyframe.
 
-All sizes come from the measurements of step 15 (:mod:`~hik_sim.scene.measure`): the floor
+All sizes come from the measurements of step 15 (:mod:`~hik_sim.sim.measure`): the floor
 and the lights scale with the robot, the ``target`` marker with the workspace, the ``workspace``
 camera frames the end-effector's reachable workspace and the ``overview`` camera the whole
 robot, both from the robot's front-left (``RobotSpec.front``). The last step compiles the scene.

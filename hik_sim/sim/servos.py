@@ -1,7 +1,7 @@
 """Step 16: position servos on the chain's joints and firm holds on every other joint.
 
 Each servo is an ideal position actuator (no effort limit) tuned on the largest joint-space
-inertia its joint sees over the sampled configurations (:mod:`~hik_sim.scene.measure`):
+inertia its joint sees over the sampled configurations (:mod:`~hik_sim.sim.measure`):
 ``kp = I_max·ω²``, ``kv = 2·I_max·ω`` with ω = 2π·``SceneOptions.natural_frequency``, so every
 joint responds at least at that natural frequency and is critically damped at its largest
 inertia, overdamped below it, never underdamped. Smooth commands are tracked without crossing a

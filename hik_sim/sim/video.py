@@ -207,7 +207,7 @@ class RolloutRenderer:
     """Renders a :class:`Recording`'s frames in a robot's scene (one offscreen context; ``close`` it).
 
     Args:
-        scene: the robot's :class:`~hik_sim.scene.Scene` (the one its environment ran in).
+        scene: the robot's :class:`~hik_sim.sim.Scene` (the one its environment ran in).
         options: size and looks.
 
     Raises:

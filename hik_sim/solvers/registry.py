@@ -4,15 +4,15 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 ``harmoatt_4answers`` on the IRB120), or a checkpoint path (``.pt``):
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
-  network alone, open loop (:class:`~hik_sim.solvers.NeuralIK`); a checkpoint path likewise.
+  network alone, open loop (:class:`~hik_sim.solvers.ik.NeuralIK`); a checkpoint path likewise.
 - ``closed_loop``: the robot's seed network (:func:`~hik_sim.policies.hybrid_seed_name`) closed on
-  its own error by :data:`~hik_sim.solvers.CLOSED_LOOP_CORRECTIONS` goal-shift corrections.
-- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.HybridIK`;
-  one target a call (the controller's path), :class:`~hik_sim.solvers.SingleTargetIK` on the same network.
-- ``multistart``: :class:`~hik_sim.solvers.MultistartIK`, 10 starts (the current joints first while tracking).
-- ``lm``: :class:`~hik_sim.solvers.SingleTargetIK` without a network (the current joints, then up
+  its own error by :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections.
+- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK`;
+  one target a call (the controller's path), :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network.
+- ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
+- ``lm``: :class:`~hik_sim.solvers.ik.SingleTargetIK` without a network (the current joints, then up
   to 49 random restarts).
-- ``dm_control``: :class:`~hik_sim.solvers.DmControlIK` on the robot's scene.
+- ``dm_control``: :class:`~hik_sim.solvers.ik.DmControlIK` on the robot's scene.
 
 ``closed_loop`` and ``hybrid`` take ``network=`` in place of the shipped seed (a robot no network
 is shipped for needs it); ``multistart``, ``lm`` and ``dm_control`` need no network.
@@ -134,14 +134,14 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         robot: a registered robot's name, or any :class:`~hik_sim.robots.RobotSpec`.
         device: where networks run.
         network: for ``closed_loop`` and ``hybrid``: the network (an
-            :class:`~hik_sim.network.IKNetwork` or a checkpoint path) in place of the robot's shipped
+            :class:`~hik_sim.learning.network.IKNetwork` or a checkpoint path) in place of the robot's shipped
             seed network; the other names take none.
-        batched: for ``hybrid``: :class:`~hik_sim.solvers.HybridIK` (many targets a call) rather than
-            :class:`~hik_sim.solvers.SingleTargetIK` (one target a call, the controller's path). Every
+        batched: for ``hybrid``: :class:`~hik_sim.solvers.ik.HybridIK` (many targets a call) rather than
+            :class:`~hik_sim.solvers.ik.SingleTargetIK` (one target a call, the controller's path). Every
             other name gives the same solver either way.
 
     Returns:
-        An :class:`~hik_sim.solvers.IKSolver`.
+        An :class:`~hik_sim.solvers.ik.IKSolver`.
 
     Raises:
         UnknownSolverError: not a solver's name for this robot (a :class:`~hik_sim.errors.SolverError`).

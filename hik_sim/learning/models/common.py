@@ -22,7 +22,7 @@ class IKOutput(NamedTuple):
         temperature: (B, K) the softmax temperature each block chose; ``None`` likewise.
         candidates: (B, H, m) the H answers of a network with several hypotheses
             (:class:`LimitHead` with ``hypotheses > 1``); ``None`` for a single answer. A bare
-            model's ``q`` is then its first candidate; :class:`~hik_sim.network.IKNetwork` replaces
+            model's ``q`` is then its first candidate; :class:`~hik_sim.learning.network.IKNetwork` replaces
             it with the candidate whose forward kinematics reaches the target best.
     """
 
@@ -39,8 +39,8 @@ class LimitHead(nn.Module):
     several IK solutions (up to 8 for a 6-joint arm), and a single continuous map from poses to
     joints must jump between solution branches somewhere — near a joint limit, around the base
     axis, at a wrist flip — and blurs each jump into a wide miss. H answers, trained
-    winner-takes-all (:class:`~hik_sim.losses.CompositeLoss`) and chosen by forward kinematics
-    (:class:`~hik_sim.network.IKNetwork`), can each place their jumps elsewhere.
+    winner-takes-all (:class:`~hik_sim.learning.losses.CompositeLoss`) and chosen by forward kinematics
+    (:class:`~hik_sim.learning.network.IKNetwork`), can each place their jumps elsewhere.
 
     Args:
         in_features: width of the features.

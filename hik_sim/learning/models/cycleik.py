@@ -11,13 +11,13 @@ What is taken as published:
   parameters), GELU after each hidden layer (``activation: "GELU"``), and one output layer
   followed by tanh (``nbr_tanh: 1``: only the last layer is squashed). The tanh output in
   (−1, 1) is mapped affinely onto the joint limits (CycleIK's ``renormalize_joint_state``), so
-  every answer is inside the limits by construction (:class:`~hik_sim.models.common.LimitHead`).
+  every answer is inside the limits by construction (:class:`~hik_sim.learning.models.common.LimitHead`).
 - **Init.** ``xavier_normal_`` on the hidden layers' weights; their biases and the whole output
   layer keep PyTorch's default ``nn.Linear`` init (``GenericGenerator`` initialises only the
   layers of its loop).
 - **Input.** The pose (position normalised to the workspace, quaternion), 7 values; here
-  :class:`~hik_sim.data.PoseNormalizer` (position scaled to the sampled workspace bounds).
-- **Loss and optimiser** (``hik_sim.losses.CycleIKLoss``, selected by the trainer for this
+  :class:`~hik_sim.learning.data.PoseNormalizer` (position scaled to the sampled workspace bounds).
+- **Loss and optimiser** (``hik_sim.learning.losses.CycleIKLoss``, selected by the trainer for this
   kind): FK of the answer, ``position_weight × SmoothL1(β = 1 mm)`` on the position coordinates
   [m] plus ``orientation_weight × min over ±q`` of the summed per-component ``SmoothL1(β = 0.01)``
   of the quaternion (``orientation_loss_phi_7``), with the robot's weights (Panda: 16 and 2);
@@ -109,8 +109,8 @@ def cycleik_width_for(parameters: int, outputs: int, profile: str = "panda") -> 
 class CycleIKGenerator(nn.Module):
     """Pose (B, 7) → joint values (B, m): CycleIK's ``GenericGenerator`` with ``nbr_tanh=1``.
 
-    Laid out as :class:`~hik_sim.models.mlp.MLPIK` is (``trunk`` of Linear–GELU pairs, ``head`` a
-    :class:`~hik_sim.models.common.LimitHead`), so the fast inference path serves both.
+    Laid out as :class:`~hik_sim.learning.models.mlp.MLPIK` is (``trunk`` of Linear–GELU pairs, ``head`` a
+    :class:`~hik_sim.learning.models.common.LimitHead`), so the fast inference path serves both.
 
     Args:
         lower: (m,) lower limits of the output joints.
@@ -121,7 +121,7 @@ class CycleIKGenerator(nn.Module):
         profile: whose published widths: ``panda`` (default), ``nicol``, ``valkyrie``.
         in_features: input width (7).
         hypotheses: answers per pose (beyond CycleIK, for the composite objective only; see
-            :class:`~hik_sim.models.common.LimitHead`); the default width then matches a HarmoAtt-IK
+            :class:`~hik_sim.learning.models.common.LimitHead`); the default width then matches a HarmoAtt-IK
             with as many answers.
 
     Raises:

@@ -50,7 +50,7 @@ choice and its reason:
    residuals, feed-forward layers, head, parameter count up to the attention's own) is kept.
 7. Beyond the paper, optional: ``hypotheses`` H > 1 answers per pose from the same trunk, trained
    winner-takes-all and chosen by forward kinematics (see
-   :class:`~hik_sim.models.common.LimitHead`); the baseline MLP takes the same option.
+   :class:`~hik_sim.learning.models.common.LimitHead`); the baseline MLP takes the same option.
 
 Initialisation follows the baseline (Xavier, zero biases).
 """
@@ -170,7 +170,7 @@ class HarmoAttIK(nn.Module):
         attention: ``False`` replaces the three attention branches by the identity (the ablation).
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
-        hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
+        hypotheses: answers per pose (see :class:`~hik_sim.learning.models.common.LimitHead`).
 
     Raises:
         HikError: sizes below their minimum, an unknown trunk, or an option of the other trunk.

@@ -24,7 +24,7 @@ class MLPIK(nn.Module):
         hidden: width of each hidden layer.
         layers: number of hidden layers.
         in_features: input width (7: normalised position and quaternion).
-        hypotheses: answers per pose (see :class:`~hik_sim.models.common.LimitHead`).
+        hypotheses: answers per pose (see :class:`~hik_sim.learning.models.common.LimitHead`).
 
     Raises:
         HikError: ``hidden`` or ``layers`` below 1.

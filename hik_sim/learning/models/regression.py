@@ -5,7 +5,7 @@ The hybrid learning + optimisation IK paper (ABB IRB120) trains a feed-forward n
 held fixed, and shows that plain regression fails on the multi-valued pose → joints map (it
 averages IK branches) while fixing q6 or refining with nonlinear least squares repairs it.
 
-Here (``hik_sim.losses.RegressionLoss``, selected by the trainer for this kind): every step
+Here (``hik_sim.learning.losses.RegressionLoss``, selected by the trainer for this kind): every step
 samples configurations q uniform in the limits (the fixed joints at their values), computes their
 poses by FK, and minimises the mean squared error [rad²] between the network's free joints and
 the sampled ones. There is no FK in the loss, so nothing tells the network which of a pose's IK
@@ -15,7 +15,7 @@ Architecture — our reading, not the paper's exact layer sizes: 4 hidden layers
 with GELU, and the tanh head mapped onto the joint limits that every network here has (so answers
 stay inside the limits). The default width matches the parameter count of the default HarmoAtt-IK
 for the same joints (within 1 %), so the comparison is at the same budget as the other networks.
-It is laid out as :class:`~hik_sim.models.mlp.MLPIK` (a subclass), so the fast inference path and
+It is laid out as :class:`~hik_sim.learning.models.mlp.MLPIK` (a subclass), so the fast inference path and
 the tooling serve it unchanged.
 """
 
@@ -35,7 +35,7 @@ class RegressionIK(MLPIK):
         lower: (m,) lower limits of the output joints.
         upper: (m,) upper limits.
         hidden: width of each hidden layer; default: the width that matches the default
-            HarmoAtt-IK's parameter count for m joints (:func:`~hik_sim.models.matched_mlp_hidden`).
+            HarmoAtt-IK's parameter count for m joints (:func:`~hik_sim.learning.models.matched_mlp_hidden`).
         layers: number of hidden layers (4).
         in_features: input width (7).
         hypotheses: answers per pose (beyond the paper, for the composite objective only; the
