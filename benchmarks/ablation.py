@@ -44,7 +44,8 @@ from hik_sim.learning.losses import LossConfig
 from hik_sim.learning.models import matched_mlp_hidden
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.learning.train import TrainConfig, evaluate_network, train
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.learning.train import TrainConfig, train
 
 METRICS = ("pos_mean_mm", "pos_median_mm", "pos_p95_mm", "rot_mean_deg", "rot_median_deg", "rot_p95_deg",
            "success_5mm_2deg", "success_10mm_20deg")

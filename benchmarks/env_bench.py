@@ -3,11 +3,13 @@
 Reach: ``--episodes`` episodes (default 200) of ``hik_sim/Reach-<robot>-v0``, each a new reachable
 goal from home; success = the errors stay within 5 mm and 2° for 5 steps before the 5 s limit.
 Reported: success rate, mean time to reach [s], IK latency per control step (median, p95) [ms],
-solver failures per episode.
+solver failures per episode (the JSON: :func:`hik_sim.evaluation.metrics.reach_metrics`, totals).
 
 Track: ``--track-episodes`` episodes (default 10) of ``hik_sim/Track-<robot>-v0`` with a
 figure-eight (and the other trajectories with ``--all-trajectories``) at ``--speed`` (0.1 m/s);
-position error RMS / p95 / max [mm] after the first second, rotation RMS [°].
+position error RMS / p95 / max [mm] after the first second, rotation RMS [°]
+(:func:`hik_sim.evaluation.metrics.track_metrics`). Episodes run through
+:func:`hik_sim.evaluation.rollout.rollout`, as in the evaluator.
 
 Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the current joints) by
 default; add ``lm``, ``harmoatt``, ``mlp`` or ``dm_control`` with ``--controllers``.
@@ -30,68 +32,33 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 from tqdm.auto import tqdm
 
 import hik_sim.envs  # noqa: F401  (registration)
+from hik_sim.evaluation.metrics import reach_metrics, track_metrics
+from hik_sim.evaluation.rollout import rollout
 from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
 from hik_sim.envs.trajectories import TRAJECTORIES
 
 
-def _percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else float("nan")
-
-
 def reach(robot: str, kind: str, episodes: int, progress: bool) -> dict[str, object]:
-    """Reach episodes with one controller."""
+    """Reach episodes with one controller: :func:`hik_sim.evaluation.metrics.reach_metrics`."""
     env = gym.make(f"hik_sim/Reach-{robot}-v0")
     controller = IKController.pretrained(robot, kind)
-    successes, times, latencies, failures = 0, [], [], 0
-    for episode in tqdm(range(episodes), desc=f"reach {kind}", disable=not progress, file=sys.stderr):
-        obs, info = env.reset(seed=episode)
-        controller.reset()
-        before = controller.failures
-        for step in range(1, 10_000):
-            action = controller(obs)
-            latencies.append(1000 * controller.last_result[0].wall_time)
-            obs, reward, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
-        failures += controller.failures - before
-        if info["is_success"]:
-            successes += 1
-            times.append(step * env.unwrapped.dt)
+    runs = [rollout(env, controller, seed=episode) for episode in tqdm(range(episodes), desc=f"reach {kind}", disable=not progress, file=sys.stderr)]
     env.close()
-    return {"controller": kind, "episodes": episodes, "success_rate": successes / episodes,
-            "time_to_reach_s": statistics.fmean(times) if times else None,
-            "ik_latency_median_ms": statistics.median(latencies), "ik_latency_p95_ms": _percentile(latencies, 95),
-            "solver_failures_per_episode": failures / episodes}
+    return {"controller": kind, **reach_metrics(runs)}
 
 
 def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, progress: bool) -> dict[str, object]:
-    """Track episodes with one controller and trajectory; errors after the first second."""
+    """Track episodes with one controller and trajectory: :func:`hik_sim.evaluation.metrics.track_metrics` (errors after the first second)."""
     env = gym.make(f"hik_sim/Track-{robot}-v0", trajectory=trajectory, speed=speed)
     controller = IKController.pretrained(robot, kind)
-    pos_errors, rot_errors, latencies, sizes = [], [], [], []
-    for episode in tqdm(range(episodes), desc=f"track {trajectory} {kind}", disable=not progress, file=sys.stderr):
-        obs, info = env.reset(seed=episode)
-        sizes.append(info["size"])
-        controller.reset()
-        truncated = False
-        while not truncated:
-            action = controller(obs)
-            latencies.append(1000 * controller.last_result[0].wall_time)
-            obs, reward, terminated, truncated, info = env.step(action)
-            if info["time"] > 1.0:
-                pos_errors.append(info["pos_err"])
-                rot_errors.append(info["rot_err"])
+    runs = [rollout(env, controller, seed=episode)
+            for episode in tqdm(range(episodes), desc=f"track {trajectory} {kind}", disable=not progress, file=sys.stderr)]
     env.close()
-    pos_mm = 1000 * np.asarray(pos_errors)
-    return {"controller": kind, "trajectory": trajectory, "episodes": episodes, "speed_m_s": speed,
-            "mean_size_m": statistics.fmean(sizes), "pos_rms_mm": float(np.sqrt(np.mean(pos_mm**2))),
-            "pos_p95_mm": _percentile(list(pos_mm), 95), "pos_max_mm": float(pos_mm.max()),
-            "rot_rms_deg": float(np.degrees(np.sqrt(np.mean(np.square(rot_errors))))),
-            "ik_latency_median_ms": statistics.median(latencies)}
+    return {"controller": kind, "trajectory": trajectory, "speed_m_s": speed,
+            "mean_size_m": statistics.fmean(run.reset_info["size"] for run in runs), **track_metrics(runs)}
 
 
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
@@ -100,8 +67,8 @@ def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[d
              "|---|---|---:|---:|---:|---|---:|"]
     for r in reach_rows:
         reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
-        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_rate']:.1f} % | {reach_time} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures_per_episode']:.2f} |")
+        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_5mm_2deg']:.1f} % | {reach_time} "
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} |")
     lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] |",
               "|---|---|---|---:|---:|---|---:|"]
     for r in track_rows:

@@ -56,7 +56,8 @@ from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.models import matched_cycleik_width, matched_mlp_hidden
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.learning.train import TrainConfig, evaluate_network, train
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.learning.train import TrainConfig, train
 
 NETWORKS: dict[str, tuple[str, dict[str, Any]]] = {
     "harmoatt": ("harmoatt", {"trunk": "dense"}),

@@ -29,7 +29,7 @@ from hik_sim.evaluation.experiments import TEST_SEED, training_budget
 from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import load_pretrained, pretrained_names
 from hik_sim.robots import get_robot
-from hik_sim.learning.train import evaluate_network
+from hik_sim.evaluation.metrics import evaluate_network
 
 GOALS = {"default": (5.0, 2.5, 0.75), "panda": (6.8, 2.2, 0.75)}
 """Issue 13's goals for the shipped HarmoAtt-IK: (pos mean [mm], rot mean [°], success 5 mm & 2°)."""

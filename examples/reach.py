@@ -6,14 +6,12 @@
 import gymnasium as gym
 
 import hik_sim.envs  # noqa: F401  (registers hik_sim/Reach-<robot>-v0 and friends)
+from hik_sim.evaluation.rollout import rollout
 from hik_sim.policies import IKController
 
 env = gym.wrappers.RecordVideo(gym.make("hik_sim/Reach-irb120-v0", render_mode="rgb_array"), "videos", name_prefix="reach")
 controller = IKController.pretrained("irb120", "hybrid")
-obs, info = env.reset(seed=0)
-for _ in range(250):
-    obs, reward, terminated, truncated, info = env.step(controller(obs))
-    if terminated or truncated:
-        break
+episode = rollout(env, controller, seed=0)  # reset, then act until the goal is held or the time is up
 env.close()
-print(f"success: {info['is_success']}, position error {1000 * info['pos_err']:.3f} mm, rotation error {info['rot_err']:.2e} rad")
+print(f"success: {episode.success} after {episode.time[-1]:.2f} s, position error {1000 * episode.pos_err[-1]:.3f} mm, "
+      f"rotation error {episode.rot_err[-1]:.2e} rad, IK {1000 * episode.ik_time.mean():.2f} ms per step")

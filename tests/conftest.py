@@ -35,14 +35,7 @@ def robot(request: pytest.FixtureRequest) -> RobotSpec:
 
 
 def reach_successes(env, controller, seeds: range) -> int:  # noqa: ANN001
-    """Reach episodes run with a controller; how many ended with the goal held."""
-    successes = 0
-    for seed in seeds:
-        obs, info = env.reset(seed=seed)
-        controller.reset()
-        for _ in range(250):
-            obs, reward, terminated, truncated, info = env.step(controller(obs))
-            if terminated or truncated:
-                break
-        successes += int(info["is_success"])
-    return successes
+    """Reach episodes run with a controller (:func:`hik_sim.evaluation.rollout.rollout`); how many ended with the goal held."""
+    from hik_sim.evaluation.rollout import rollout
+
+    return sum(rollout(env, controller, seed=seed).success for seed in seeds)

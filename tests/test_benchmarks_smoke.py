@@ -118,7 +118,7 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
     from hik_sim.kinematics.chain import Chain
     from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
-    from hik_sim.learning.train import evaluate_network
+    from hik_sim.evaluation.metrics import evaluate_network
 
     tail = _load_script("network_tail")
     assert tail.main(["--networks", "harmoatt", "harmoatt_4answers", "--targets", "400", "--out", str(tmp_path)]) == 0

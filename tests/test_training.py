@@ -16,7 +16,8 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import LossConfig
 from hik_sim.learning.network import IKNetwork
 from hik_sim.kinematics.rotations import rotation_error
-from hik_sim.learning.train import TrainConfig, evaluate_network, train
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.learning.train import TrainConfig, train
 from hik_sim.learning.train import main as train_main
 
 TINY = {

@@ -1,6 +1,8 @@
 """Evaluation: how well IK policies reach and track, measured one way.
 
-- :mod:`~hik_sim.evaluation.metrics`: the accuracy metrics, defined once;
+- :mod:`~hik_sim.evaluation.rollout`: ``rollout(env, policy) -> Episode``, the one episode loop;
+- :mod:`~hik_sim.evaluation.metrics`: the metrics, defined once: open-loop accuracy (and a
+  network's on an evaluation set, ``evaluate_network``), Reach and Track episodes;
 - :mod:`~hik_sim.evaluation.experiments`: the seed papers' experiments (shared with ``benchmarks/``);
 - :mod:`~hik_sim.evaluation.report`: ``report.html``;
 - :mod:`~hik_sim.evaluation.evaluate`: the evaluator (``python -m hik_sim.evaluate``).

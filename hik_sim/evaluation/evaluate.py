@@ -29,8 +29,9 @@ A robot loaded from a URDF has no shipped networks: ``lm``, ``multistart`` and `
 none (they are its default policies), ``hybrid`` is seeded by the ``--checkpoint`` network, and any
 checkpoint trained for it is a policy by its path.
 
-Metrics are defined in :mod:`hik_sim.evaluation.metrics` and in the README: Euclidean position error,
-geodesic rotation error ``2·acos(|⟨q, q'⟩|)``.
+Episodes run through :func:`hik_sim.evaluation.rollout.rollout`, the loop the benchmarks, tests and
+example share; metrics are defined in :mod:`hik_sim.evaluation.metrics` (Euclidean position error,
+geodesic rotation error ``2·acos(|⟨q, q'⟩|)``; docs/conventions.md).
 
 Examples::
 
@@ -51,7 +52,6 @@ import platform
 import re
 import shutil
 import tempfile
-import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -78,7 +78,6 @@ NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
 REPORT_SUFFIXES: tuple[str, ...] = (".json", ".md", ".csv", ".txt", ".pt", ".png", ".mp4", ".gif")
 """Suffixes of files a run writes: an ``--out`` ending in one is a file name given where a folder is meant."""
-LIMIT_SLACK = 1e-4  # [rad]: MuJoCo's joint limits are stiff but soft; smaller excursions are not counted
 
 
 @dataclass(frozen=True)
@@ -208,39 +207,6 @@ def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -
     return metrics, result.pos_err.numpy(), result.rot_err.numpy()
 
 
-def _episode(env, policy: PolicySpec, seed: int, record: bool, max_steps: int, label: str, frame_every: int):  # noqa: ANN001, ANN202
-    """One episode: per-step errors, latencies, limit violations, and (``record``) a
-    :class:`~hik_sim.sim.video.Recording` of the start and every ``frame_every``-th step."""
-    from hik_sim.sim.video import Recording
-
-    controller = policy.controller
-    obs, info = env.reset(seed=seed)
-    controller.reset()
-    base = env.unwrapped
-    recording = Recording(policy.name, label) if record else None
-    if recording is not None:
-        recording.capture(env, 0.0, info)
-    failures_before = controller.failures
-    pos_err, rot_err, latency, times = [info["pos_err"]], [info["rot_err"]], [], [0.0]
-    violations, terminated = 0, False
-    for step in range(1, max_steps + 1):
-        action = controller(obs)
-        latency.append(1000 * controller.last_result[0].wall_time)
-        obs, reward, terminated, truncated, info = env.step(action)
-        q = obs["joint_pos"]
-        violations += int(np.any(q < base.lower - LIMIT_SLACK) or np.any(q > base.upper + LIMIT_SLACK))
-        pos_err.append(info["pos_err"])
-        rot_err.append(info["rot_err"])
-        times.append(step * base.dt)
-        if recording is not None and (step % frame_every == 0 or terminated or truncated):
-            recording.capture(env, times[-1], info)
-        if terminated or truncated:
-            break
-    return {"pos_err": np.asarray(pos_err), "rot_err": np.asarray(rot_err), "time": np.asarray(times), "latency": latency,
-            "violations": violations, "failures": controller.failures - failures_before, "success": bool(info.get("is_success", False)),
-            "terminated": terminated, "recording": recording}
-
-
 def claim_run_folder(out: Path, unique: bool = False) -> tuple[Path, bool]:
     """Make ``out`` this run's folder, before any work.
 
@@ -332,6 +298,9 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
     from tqdm.auto import tqdm
 
     import hik_sim.envs  # noqa: F401  (registers the environments, picks headless GL)
+    from hik_sim.evaluation.metrics import reach_metrics, track_metrics
+    from hik_sim.evaluation.rollout import rollout
+    from hik_sim.sim.video import Recording
 
     started = time.perf_counter()
     if config.video:  # a frame larger than the scene's offscreen buffer fails here, not after every episode ran
@@ -363,13 +332,14 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
             else:
                 env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed)
                 count, steps, frame_every = config.track_episodes, int(round(config.track_seconds / env.unwrapped.dt)), 2
-            episodes = [_episode(env, policy, config.seed + i, config.video and i == 0, steps, env_name, frame_every)
+            episodes = [rollout(env, policy.controller, config.seed + i, steps,
+                                Recording(policy.name, env_name) if config.video and i == 0 else None, frame_every)
                         for i in range(count)]
             env.close()
-            entry[env_name] = _reach_metrics(episodes) if env_name == "reach" else _track_metrics(episodes)
+            entry[env_name] = reach_metrics(episodes) if env_name == "reach" else track_metrics(episodes)
             curves[env_name][policy.name] = episodes[0]
             if config.video:
-                recordings[env_name].append(episodes[0]["recording"])
+                recordings[env_name].append(episodes[0].recording)
                 fps[env_name] = int(round(1 / (frame_every * env.unwrapped.dt)))
                 scene = env.unwrapped.scene
             bar.update(1)
@@ -427,39 +397,6 @@ def _report_page(report: dict[str, Any], out: Path) -> Path:
                              downloads=downloads)
 
 
-def _reach_metrics(episodes: list[dict[str, Any]]) -> dict[str, float]:
-    successes = [e for e in episodes if e["success"]]
-    latency = [x for e in episodes for x in e["latency"]]
-    final_pos = np.array([e["pos_err"][-1] for e in episodes])
-    final_rot = np.array([e["rot_err"][-1] for e in episodes])
-    return {
-        "episodes": len(episodes),
-        "success_5mm_2deg": len(successes) / len(episodes),
-        "success_10mm_20deg": float(np.mean((final_pos < 0.010) & (final_rot < math.radians(20)))),
-        "time_to_reach_s": statistics.fmean(e["time"][-1] for e in successes) if successes else None,  # None: none reached
-        "final_pos_mean_mm": float(1000 * final_pos.mean()),
-        "final_rot_mean_deg": float(np.degrees(final_rot.mean())),
-        "ik_latency_median_ms": statistics.median(latency),
-        "ik_latency_p95_ms": float(np.percentile(latency, 95)),
-        "joint_limit_violations": sum(e["violations"] for e in episodes),
-        "solver_failures": sum(e["failures"] for e in episodes),
-    }
-
-
-def _track_metrics(episodes: list[dict[str, Any]]) -> dict[str, float]:
-    pos = np.concatenate([e["pos_err"][e["time"] > 1.0] for e in episodes]) * 1000
-    rot = np.degrees(np.concatenate([e["rot_err"][e["time"] > 1.0] for e in episodes]))
-    latency = [x for e in episodes for x in e["latency"]]
-    return {
-        "episodes": len(episodes),
-        "pos_rms_mm": float(np.sqrt(np.mean(pos**2))), "pos_p95_mm": float(np.percentile(pos, 95)), "pos_max_mm": float(pos.max()),
-        "rot_rms_deg": float(np.sqrt(np.mean(rot**2))),
-        "ik_latency_median_ms": statistics.median(latency), "ik_latency_p95_ms": float(np.percentile(latency, 95)),
-        "joint_limit_violations": sum(e["violations"] for e in episodes),
-        "solver_failures": sum(e["failures"] for e in episodes),
-    }
-
-
 def _plots(curves: dict[str, dict[str, Any]], out: Path) -> list[str]:
     import matplotlib
 
@@ -490,7 +427,7 @@ def _plots(curves: dict[str, dict[str, Any]], out: Path) -> list[str]:
             continue
         fig, ax = plt.subplots(figsize=(8, 3.5))
         for name, episode in curves[env].items():
-            ax.plot(episode["time"], np.maximum(1000 * episode["pos_err"], 1e-4), label=name)
+            ax.plot(episode.time, np.maximum(1000 * episode.pos_err, 1e-4), label=name)
         ax.set_yscale("log")
         ax.set_xlabel("time [s]")
         ax.set_ylabel("position error [mm]")

@@ -31,7 +31,7 @@ from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers.registry import make_solver
 from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK
-from hik_sim.learning.train import evaluate_network
+from hik_sim.evaluation.metrics import evaluate_network
 
 __all__ = ["TEST_SEED", "TARGET_SEED", "PAPER_IRB120", "PAPER_HARMOATT", "PAPER_HYBRID", "PAPER_MULTISTART", "check_fair",
            "compare_networks", "harmoatt_headline", "hybrid_table", "reductions", "shipped_pair", "summarize", "training_budget"]

@@ -1,15 +1,38 @@
-"""IK accuracy metrics, defined once: Euclidean position error and geodesic rotation error.
+"""Metrics, defined once: open-loop IK accuracy, Reach and Track episodes.
 
-Success at (5 mm, 2°) is the hybrid-IK paper's criterion; (10 mm, 20°) is CycleIK's coarser one.
+Errors are the Euclidean position error and the geodesic rotation error. Success at (5 mm, 2°) is
+the hybrid-IK paper's criterion; (10 mm, 20°) is CycleIK's coarser one. Values are SI inside; a
+metric's name carries its display unit (``pos_mean_mm``, ``rot_rms_deg``, ``time_to_reach_s``,
+``ik_latency_median_ms``).
+
+- :func:`accuracy_metrics`: per-target errors → ``pos_mean_mm`` … ``success_10mm_20deg``;
+  :func:`evaluate_network`: a network's :func:`accuracy_metrics` on an evaluation set.
+- :func:`reach_metrics`, :func:`track_metrics`: :class:`~hik_sim.evaluation.rollout.Episode` records
+  → the Reach and Track tables of the evaluator and ``benchmarks/env_bench.py``.
 """
 
 from __future__ import annotations
 
+import statistics
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
 import torch
 
+from hik_sim.errors import HikError
+from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.kinematics.tolerances import LOOSE, SUCCESS
 
-__all__ = ["SUCCESS_THRESHOLDS", "accuracy_metrics"]
+if TYPE_CHECKING:
+    from hik_sim.evaluation.rollout import Episode
+    from hik_sim.kinematics.chain import Chain
+    from hik_sim.learning.data import EvalSet
+    from hik_sim.learning.network import IKNetwork
+
+__all__ = ["SUCCESS_THRESHOLDS", "TRACK_SETTLE", "accuracy_metrics", "evaluate_network", "reach_metrics", "track_metrics"]
+
+TRACK_SETTLE = 1.0
+"""[s]: Track errors count after this time, once the end-effector has caught up with the moving goal."""
 
 # (name, position tolerance [m], rotation tolerance [rad]): hik_sim.kinematics.tolerances' SUCCESS and LOOSE
 SUCCESS_THRESHOLDS: tuple[tuple[str, float, float], ...] = (
@@ -40,3 +63,91 @@ def accuracy_metrics(pos_err: torch.Tensor, rot_err: torch.Tensor) -> dict[str, 
     for name, pos_tol, rot_tol in SUCCESS_THRESHOLDS:
         out[name] = float(((pos_err.detach().cpu() < pos_tol) & (rot_err.detach().cpu() < rot_tol)).double().mean())
     return out
+
+
+@torch.no_grad()
+def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch: int = 8192) -> dict[str, float]:
+    """Accuracy of a network on an evaluation set (float64 FK of its float32 answers).
+
+    Returns:
+        :func:`accuracy_metrics` of the set.
+    """
+    errors_pos, errors_rot = [], []
+    target = eval_set.batch
+    for start in range(0, eval_set.size, batch):
+        stop = start + batch
+        q = network.solve(target.pos[start:stop], target.quat[start:stop]).double().cpu()
+        pose = chain.fk(q)
+        errors_pos.append(position_error(pose.pos, target.pos[start:stop]))
+        errors_rot.append(rotation_error(pose.quat, target.quat[start:stop]))
+    return accuracy_metrics(torch.cat(errors_pos), torch.cat(errors_rot))
+
+
+def _control_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
+    """What every closed-loop table reports: IK latency per control step, limit violations, solver failures."""
+    latency_ms = 1000 * np.concatenate([e.ik_time for e in episodes])
+    return {
+        "ik_latency_median_ms": float(np.median(latency_ms)),
+        "ik_latency_p95_ms": float(np.percentile(latency_ms, 95)),
+        "joint_limit_violations": sum(e.joint_limit_violations for e in episodes),
+        "solver_failures": sum(e.solver_failures for e in episodes),
+    }
+
+
+def _check(episodes: Sequence[Episode]) -> None:
+    if not episodes or not all(e.steps for e in episodes):
+        raise HikError("metrics need at least one episode, and at least one control step in each")
+
+
+def reach_metrics(episodes: Sequence[Episode]) -> dict[str, float | int | None]:
+    """The Reach table's row.
+
+    Returns:
+        ``episodes``; ``success_5mm_2deg`` (the episode ended with the goal held, Reach's success, in
+        [0, 1]); ``success_10mm_20deg`` (the last errors within 10 mm & 20°); ``time_to_reach_s`` (mean
+        over the successful episodes, None if none); ``final_pos_mean_mm``, ``final_rot_mean_deg``;
+        ``ik_latency_median_ms``, ``ik_latency_p95_ms``; ``joint_limit_violations`` and
+        ``solver_failures`` (totals over the episodes).
+
+    Raises:
+        HikError: no episodes, or an episode without a step.
+    """
+    _check(episodes)
+    reached = [e.time_to_reach for e in episodes if e.time_to_reach is not None]
+    final_pos = np.array([e.pos_err[-1] for e in episodes])
+    final_rot = np.array([e.rot_err[-1] for e in episodes])
+    return {
+        "episodes": len(episodes),
+        "success_5mm_2deg": len(reached) / len(episodes),
+        "success_10mm_20deg": float(np.mean(LOOSE.met(final_pos, final_rot))),
+        "time_to_reach_s": statistics.fmean(reached) if reached else None,
+        "final_pos_mean_mm": float(1000 * final_pos.mean()),
+        "final_rot_mean_deg": float(np.degrees(final_rot.mean())),
+        **_control_metrics(episodes),
+    }
+
+
+def track_metrics(episodes: Sequence[Episode], settle: float = TRACK_SETTLE) -> dict[str, float | int]:
+    """The Track table's row: errors after ``settle`` [s].
+
+    Returns:
+        ``episodes``; ``pos_rms_mm``, ``pos_p95_mm``, ``pos_max_mm``, ``rot_rms_deg`` over every step
+        after ``settle`` of every episode; ``ik_latency_median_ms``, ``ik_latency_p95_ms``;
+        ``joint_limit_violations`` and ``solver_failures`` (totals).
+
+    Raises:
+        HikError: no episodes, an episode without a step, or none longer than ``settle``.
+    """
+    _check(episodes)
+    pos_mm = 1000 * np.concatenate([e.pos_err[e.time > settle] for e in episodes])
+    rot_deg = np.degrees(np.concatenate([e.rot_err[e.time > settle] for e in episodes]))
+    if not len(pos_mm):
+        raise HikError(f"no episode lasted longer than the {settle} s that Track errors are counted after")
+    return {
+        "episodes": len(episodes),
+        "pos_rms_mm": float(np.sqrt(np.mean(pos_mm**2))),
+        "pos_p95_mm": float(np.percentile(pos_mm, 95)),
+        "pos_max_mm": float(pos_mm.max()),
+        "rot_rms_deg": float(np.sqrt(np.mean(rot_deg**2))),
+        **_control_metrics(episodes),
+    }

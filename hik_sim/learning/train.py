@@ -59,15 +59,14 @@ import torch
 
 import hik_sim
 from hik_sim.learning.checkpoint import Card, check_checkpoint_path, read_checkpoint, save_checkpoint
-from hik_sim.learning.data import EvalSet, FKStream, JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError, TrainingError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import CompositeLoss, CycleIKLoss, LossConfig, LossTerms, RegressionLoss
-from hik_sim.evaluation.metrics import accuracy_metrics
+from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.learning.models import CYCLEIK_PROFILES, MODEL_KINDS, parameter_count, size_options
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import RobotSpec
-from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.training_log import TrainingLog, curve_paths
 
 __all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main", "OBJECTIVES"]
@@ -269,24 +268,6 @@ def _git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"
-
-
-@torch.no_grad()
-def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch: int = 8192) -> dict[str, float]:
-    """Accuracy of a network on an evaluation set (float64 FK of its float32 answers).
-
-    Returns:
-        :func:`hik_sim.metrics.accuracy_metrics` of the set.
-    """
-    errors_pos, errors_rot = [], []
-    target = eval_set.batch
-    for start in range(0, eval_set.size, batch):
-        stop = start + batch
-        q = network.solve(target.pos[start:stop], target.quat[start:stop]).double().cpu()
-        pose = chain.fk(q)
-        errors_pos.append(position_error(pose.pos, target.pos[start:stop]))
-        errors_rot.append(rotation_error(pose.quat, target.quat[start:stop]))
-    return accuracy_metrics(torch.cat(errors_pos), torch.cat(errors_rot))
 
 
 @contextlib.contextmanager
