@@ -64,7 +64,7 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
 
     assert hybrid_seed_name("irb120") == "harmoatt_4answers" and hybrid_seed_name("panda") == "harmoatt"
     network = load_pretrained("irb120", "harmoatt_4answers")
-    assert network.hypotheses == 4 and network.card.model_options["hypotheses"] == 4
+    assert network.hypotheses == network.card.hypotheses == 4  # the card predates the field: read from model_options
     chain = Chain(robot_by_id("irb120"))
     full = network.card.eval_set
     targets = make_eval_set(chain, full["seed"], full["size"])
@@ -128,3 +128,22 @@ def test_readme_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> N
     rows = [compare_networks(robot_by_id(name), shipped_pair(robot_by_id(name)), 10_000) for name in robot_names()]
     assert ablation.markdown(rows, []) == shown
 
+
+def test_hypotheses_is_a_field_of_the_card_and_old_cards_still_load() -> None:
+    import dataclasses
+    import json
+
+    from hik_sim.errors import CheckpointError
+    from hik_sim.learning.checkpoint import Card
+
+    for name, answers in (("harmoatt_4answers", 4), ("mlp", 1)):
+        stored = json.loads(pretrained_path("irb120", name).with_suffix(".json").read_text())
+        assert "hypotheses" not in stored  # written before the field: it comes from model_options (absent: 1)
+        card = Card.from_json(stored)
+        assert card.hypotheses == answers and load_pretrained("irb120", name).hypotheses == answers
+        written = card.to_json()
+        assert written["hypotheses"] == answers and Card.from_json(written) == card  # written, and read back
+    with pytest.raises(CheckpointError, match="hypotheses is 2, and the model's options say 4"):
+        Card.from_json({**stored, "model_options": {"hypotheses": 4}, "hypotheses": 2})
+    with pytest.raises(CheckpointError, match="hypotheses must be a whole number"):
+        dataclasses.replace(card, hypotheses=0)

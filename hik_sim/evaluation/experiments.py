@@ -72,7 +72,7 @@ def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoa
     problems = []
     for name, card in cards.items():
         terms = {"batch": (ref.config.get("batch"), card.config.get("batch")), "seed": (ref.config.get("seed"), card.config.get("seed")),
-                 "hypotheses": (ref.model_options.get("hypotheses", 1), card.model_options.get("hypotheses", 1))}
+                 "hypotheses": (ref.hypotheses, card.hypotheses)}
         problems += [f"{name} {k}: {b} vs {a}" for k, (a, b) in terms.items() if a != b]
         budget = training_budget(card)
         if not ((ref_budget[0] == "minutes" and budget == ref_budget) or ref.total_steps == card.total_steps):
@@ -84,7 +84,7 @@ def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoa
     kind, value = ("steps", float(ref.total_steps)) if all(c.total_steps == ref.total_steps for c in cards.values()) else ref_budget
     return {"parameters": {name: card.parameters for name, card in cards.items()}, "budget": {"kind": kind, "value": value},
             "steps": {name: card.total_steps for name, card in cards.items()}, "batch": ref.config.get("batch"),
-            "seed": ref.config.get("seed"), "hypotheses": ref.model_options.get("hypotheses", 1),
+            "seed": ref.config.get("seed"), "hypotheses": ref.hypotheses,
             "training_seconds": {name: card.total_training_seconds for name, card in cards.items()}}
 
 

@@ -49,6 +49,9 @@ class Card:
         model: ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (:data:`hik_sim.learning.models.MODEL_KINDS`).
         model_options: the model's constructor arguments.
         parameters: trainable parameters.
+        hypotheses: answers per pose (the network chooses among several by FK). A card written
+            before this field existed has it in ``model_options`` (absent: 1); left out (None), it
+            is taken from there, and where both are given they must agree.
         pos_min: (3,) workspace lower bound used for normalisation [m].
         pos_max: (3,) workspace upper bound [m].
         config: the training configuration.
@@ -86,6 +89,16 @@ class Card:
     eval_set: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     init: dict[str, Any] = field(default_factory=dict)
+    hypotheses: int | None = None
+
+    def __post_init__(self) -> None:
+        implied = self.model_options.get("hypotheses", 1) if isinstance(self.model_options, dict) else 1
+        hypotheses = implied if self.hypotheses is None else self.hypotheses
+        if isinstance(hypotheses, bool) or not isinstance(hypotheses, int) or hypotheses < 1:
+            raise CheckpointError(f"not a hik_sim checkpoint card: hypotheses must be a whole number of answers (at least 1), got {hypotheses!r}")
+        if hypotheses != implied:
+            raise CheckpointError(f"not a hik_sim checkpoint card: hypotheses is {hypotheses}, and the model's options say {implied}")
+        object.__setattr__(self, "hypotheses", hypotheses)
 
     @property
     def total_steps(self) -> int:
@@ -242,7 +255,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
         card.check_robot(robot)
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
     chain = None
-    if int(card.model_options.get("hypotheses", 1)) > 1:  # it chooses among its answers by FK
+    if card.hypotheses > 1:  # it chooses among its answers by FK
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
                         JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)

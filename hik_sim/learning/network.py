@@ -114,7 +114,7 @@ class IKNetwork(nn.Module):
         index = selection.free_index
         self.model = build_model(kind, lower[index], upper[index], **self.model_options)
         self.normalizer = normalizer
-        self.hypotheses = int(self.model_options.get("hypotheses", 1))
+        self.hypotheses: int = self.model.head.hypotheses  # answers per pose, as the model was built
         if self.hypotheses > 1 and chain is None:
             raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
         self.chain = chain
