@@ -301,13 +301,14 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
     assert json.loads((shipped / "index.json").read_text())["irb120/mlp"] == entry
 
 
-def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("sampling", ["uniform", "hard"])  # hard: the replay pool is part of the resume state
+def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch, sampling) -> None:  # noqa: ANN001
     import signal
 
     import hik_sim.train as train_module
 
     robot = robot_by_id("irb120")
-    config = tiny_config("harmoatt", steps=30, eval_every=10)
+    config = tiny_config("harmoatt", steps=30, eval_every=10, sampling=sampling)
     whole = train(robot, config, progress=False)
     schedule = train_module._learning_rate
 
