@@ -137,8 +137,9 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: list[dict[str, Any]], out: Path) -> list[Path]:
-    """One figure per robot: position and rotation error against time and against steps (log scale)."""
+def plot(runs: list[dict[str, Any]], out: Path, stem: str = "learning_curves") -> list[Path]:
+    """One figure per robot, ``<out>/<stem>_<robot>[_<H>answers].png``: position and rotation error against
+    time and against steps (log scale), a line per run labelled by its ``network``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,7 +168,7 @@ def plot(runs: list[dict[str, Any]], out: Path) -> list[Path]:
                      + (", compiled" if runs[0].get("compiled") else "") + ")")
         fig.tight_layout()
         tag = (f"_{runs[0]['hypotheses']}answers" if runs[0]["hypotheses"] > 1 else "") + ("_compiled" if runs[0].get("compiled") else "")
-        path = out / f"learning_curves_{robot}{tag}.png"
+        path = out / f"{stem}_{robot}{tag}.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
         paths.append(path)

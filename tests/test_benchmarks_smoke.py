@@ -238,3 +238,19 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert corrected["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
     assert corrected["pos_median_mm"] < open_loop["pos_median_mm"]
     assert "| g1 | harmoatt | 0 (open loop) |" in (tmp_path / "closed_loop.md").read_text()
+
+
+def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:
+    study = _load_script("recipe_study")
+    argv = ["--quick", "--minutes", "0.01", "--robots", "irb120", "--variants", "baseline", "batch_256", "hard_25",
+            "--seeds", "1", "--out", str(tmp_path), "--no-progress"]
+    assert study.main(argv) == 0
+    runs = {r["network"]: r for r in json.loads((tmp_path / "recipe_study.json").read_text())["runs"]}
+    assert set(runs) == {"baseline", "batch_256", "hard_25", "baseline (seed 1)"}
+    for run in runs.values():
+        assert run["seconds"] >= 0.6 and run["steps"] >= 1 and run["samples"] > 0
+        assert 0 <= run["test"]["success_5mm_2deg"] <= 1 and run["test"]["pos_mean_mm"] > 0
+    assert runs["batch_256"]["samples"] == runs["batch_256"]["steps"] * 16  # the quick batch, a quarter of 64
+    table = (tmp_path / "recipe_study.md").read_text()
+    assert "| hard_25 | sampling=hard, tail_fraction=0.25 |" in table and "baseline over 2 seeds" in table
+    assert (tmp_path / "recipe_study_irb120.png").stat().st_size > 10_000

@@ -302,13 +302,14 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
     assert json.loads((shipped / "index.json").read_text())["irb120/mlp"] == entry
 
 
-def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("sampling", ["uniform", "hard"])  # hard: the replay pool is part of the resume state
+def test_an_interrupted_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, monkeypatch, sampling) -> None:  # noqa: ANN001
     import signal
 
     import hik_sim.learning.train as train_module
 
     robot = robot_by_id("irb120")
-    config = tiny_config("harmoatt", steps=30, eval_every=10)
+    config = tiny_config("harmoatt", steps=30, eval_every=10, sampling=sampling)
     whole = train(robot, config, progress=False)
     schedule = train_module._learning_rate
 
@@ -429,3 +430,32 @@ def test_train_pretrained_trains_networks_side_by_side_with_a_summary(tmp_path) 
     assert sorted((r["robot"], r["network"]) for r in runs) == sorted(tuple(n.split("/")) for n in index)
     table = summary.with_suffix(".md").read_text()
     assert table.count("\n| ") == 4 and "| g1 | mlp | mlp |" in table
+
+
+def test_a_compiled_training_step_breaks_only_at_the_beta_update() -> None:
+    """The input checks of the network and the FK skip their data-dependent branches under torch.compile
+    (they would cut the step into pieces); the adaptive β's update is kept out on purpose (losses.py)."""
+    from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer
+    from hik_sim.learning.losses import CompositeLoss
+
+    chain = Chain(robot_by_id("irb120"))
+    selection = JointSelection.for_chain(chain)
+    lower, upper = chain.limits(torch.float32)
+    network = IKNetwork("harmoatt", lower, upper, PoseNormalizer.measure(chain, selection, samples=1000), selection,
+                        dict(TINY["harmoatt"]), chain)
+    loss = CompositeLoss()
+
+    def step(pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        out = network(pos, quat, choose=False)
+        reached = chain.fk(out.q)
+        return loss(reached.pos, reached.quat, pos, quat, out.fusion_weights).total
+
+    batch = next(FKStream(chain, 32, torch.Generator().manual_seed(0)))
+    explained = torch._dynamo.explain(step)(batch.pos, batch.quat)
+    assert explained.graph_break_count >= 1  # each frame that calls it breaks there, nowhere else
+    assert all("compiler.disable" in str(r.reason) and r.user_stack[-1].filename.endswith("losses.py")
+               for r in explained.break_reasons), [str(r.reason).splitlines()[0] for r in explained.break_reasons]
+    with pytest.raises(HikError, match="finite"):  # eager calls still check
+        network(batch.pos * float("nan"), batch.quat)
+    with pytest.raises(HikError, match="finite"):
+        chain.fk(torch.full((1, chain.dof), float("nan")))

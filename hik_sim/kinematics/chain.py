@@ -108,7 +108,7 @@ class Chain:
             raise HikError(f"joint angles must have shape (B, {self.dof}) for {self.robot.name!r}, got {tuple(q.shape)}")
         if not q.is_floating_point():
             raise HikError(f"joint angles must be float32 or float64, got {q.dtype}")
-        if not bool(torch.isfinite(q).all()):
+        if not torch.compiler.is_compiling() and not bool(torch.isfinite(q).all()):  # compiled: no data-dependent branch
             raise HikError(f"joint values must be finite; got NaN or inf in {int((~torch.isfinite(q)).any(-1).sum())} of {q.shape[0]} rows")
         return q
 

@@ -2,8 +2,10 @@
 
 - :class:`JointSelection`: which chain joints the network outputs and which are held at fixed
   values (the hybrid-IK paper's constrained scenario holds joint 6 fixed).
-- :class:`FKStream`: an endless stream of (q, pose) batches, q uniform in the joint limits, pose by
-  batched FK, fresh every batch, reproducible from a ``torch.Generator``.
+- :class:`FKStream`: an endless stream of (q, pose) batches, pose by batched FK, fresh every batch,
+  reproducible from a ``torch.Generator``; q uniform in the joint limits, or with a share of each
+  batch placed in the tails (:data:`SAMPLINGS`: near the joint limits, or replaying the previous
+  batch's worst-served configurations).
 - :class:`EvalSet`: a fixed evaluation set defined by (robot, seed, size, fixed joints), with a
   SHA-256 that checkpoints and benchmark reports record.
 - :class:`PoseNormalizer`: the network's input, position scaled to the robot's workspace bounds
@@ -23,7 +25,7 @@ from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import canonical_quaternion
 
-__all__ = ["FKBatch", "JointSelection", "FKStream", "EvalSet", "make_eval_set", "PoseNormalizer"]
+__all__ = ["FKBatch", "JointSelection", "SAMPLINGS", "FKStream", "EvalSet", "make_eval_set", "PoseNormalizer"]
 
 
 class FKBatch(NamedTuple):
@@ -113,32 +115,103 @@ def _sample(chain: Chain, selection: JointSelection, batch: int, generator: torc
     return FKBatch(q, pose.pos, pose.quat)
 
 
+SAMPLINGS = ("uniform", "limits", "hard")
+"""Where a training batch's configurations fall (:class:`FKStream`):
+
+- ``uniform``: every configuration uniform in the joint limits (CycleIK's and the default);
+- ``limits``: a share of each batch (``tail_fraction``) with each free joint, with probability ½,
+  within ``limit_band`` of its range from one of its limits (the rest uniform): the answers a
+  network must give at its output's saturation;
+- ``hard``: a share of each batch replays the previous batch's configurations with the largest
+  error (as reported by :meth:`FKStream.observe`), each joint moved by Gaussian noise
+  (``replay_noise`` [rad]) and kept in the limits: hard-example mining, which finds the tails
+  wherever they are (solution-branch boundaries, near the base axis, joint limits) without naming them.
+"""
+
+
 class FKStream:
-    """Endless (q, pose) batches: q uniform in the limits (fixed joints at their values), pose by FK.
+    """Endless (q, pose) batches: q in the limits (fixed joints at their values), pose by FK.
 
     Args:
         chain: the robot's chain.
         batch: configurations per batch.
-        generator: the source of randomness; the stream is reproducible from its seed.
+        generator: the source of randomness; the stream is reproducible from its seed (and, for
+            ``hard``, from the errors it was shown).
         selection: fixed joints (none by default).
         dtype: float32 or float64.
         device: where batches live (the generator's device by default).
+        sampling: one of :data:`SAMPLINGS`.
+        tail_fraction: the share of each batch placed in the tails (``limits``, ``hard``), in [0, 1).
+        limit_band: ``limits``: the band next to a limit, as a fraction of the joint's range.
+        replay_noise: ``hard``: the standard deviation of the noise added to replayed joints [rad].
+
+    Raises:
+        HikError: a batch under 1, an unknown sampling, or a fraction or band outside its range.
     """
 
     def __init__(self, chain: Chain, batch: int, generator: torch.Generator, selection: JointSelection | None = None,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None, sampling: str = "uniform",
+                 tail_fraction: float = 0.25, limit_band: float = 0.02, replay_noise: float = 0.02) -> None:
         if batch < 1:
             raise HikError(f"batch must be at least 1, got {batch}")
+        if sampling not in SAMPLINGS:
+            raise HikError(f"unknown sampling {sampling!r}; samplings are: {', '.join(SAMPLINGS)}")
+        if not 0 <= tail_fraction < 1 or not 0 < limit_band <= 0.5 or not replay_noise >= 0:
+            raise HikError(f"tail_fraction must be in [0, 1), limit_band in (0, 0.5] and replay_noise >= 0; got "
+                           f"{tail_fraction}, {limit_band}, {replay_noise}")
         self.chain, self.batch, self.generator = chain, batch, generator
         self.selection = selection or JointSelection(chain.joint_names, {})
         self.dtype, self.device = dtype, device
+        self.sampling, self.limit_band, self.replay_noise = sampling, limit_band, replay_noise
+        self.tail = 0 if sampling == "uniform" else round(tail_fraction * batch)
+        self.hard: torch.Tensor | None = None  # (tail, n): the configurations the next batch replays
 
     def __iter__(self) -> Iterator[FKBatch]:
         return self
 
     def __next__(self) -> FKBatch:
         with torch.no_grad():
-            return _sample(self.chain, self.selection, self.batch, self.generator, self.dtype, self.device)
+            q = self.chain.sample(self.batch, self.generator, self.dtype, self.device)
+            if self.tail and self.sampling == "limits":
+                q[:self.tail] = self._near_limits(q[:self.tail])
+            elif self.tail and self.sampling == "hard" and self.hard is not None:
+                q[:len(self.hard)] = self._replayed(self.hard.to(q))
+            q = self.selection.expand(self.selection.free(q))
+            pose = self.chain.fk(q)
+            return FKBatch(q, pose.pos, pose.quat)
+
+    def observe(self, q: torch.Tensor, error: torch.Tensor) -> None:
+        """Show the stream how well its last batch was served (``hard`` keeps the worst; others ignore it).
+
+        Args:
+            q: (B, n) the batch's configurations.
+            error: (B,) each configuration's error, any unit where larger is worse.
+        """
+        if self.sampling == "hard" and self.tail:
+            worst = error.detach().topk(min(self.tail, len(error))).indices
+            self.hard = q.detach()[worst].clone()
+
+    def state_dict(self) -> dict[str, torch.Tensor | None]:
+        """What a resumed run needs to continue the stream (the replay pool; the generator is saved apart)."""
+        return {"hard": None if self.hard is None else self.hard.cpu()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor | None]) -> None:
+        """Restore :meth:`state_dict`."""
+        hard = state.get("hard")
+        self.hard = None if hard is None else hard.to(dtype=self.dtype, device=self.device)
+
+    def _near_limits(self, q: torch.Tensor) -> torch.Tensor:
+        """``q`` with each joint, with probability ½, moved into the band next to a random one of its limits."""
+        lower, upper = self.chain.limits(q.dtype, q.device)
+        u = torch.rand(q.shape + (3,), generator=self.generator, dtype=q.dtype, device=q.device)
+        depth = u[..., 0] * self.limit_band * (upper - lower)
+        near = torch.where(u[..., 1] < 0.5, lower + depth, upper - depth)
+        return torch.where(u[..., 2] < 0.5, near, q)
+
+    def _replayed(self, q: torch.Tensor) -> torch.Tensor:
+        """``q`` moved by Gaussian noise (``replay_noise`` [rad]) and kept in the limits."""
+        noise = torch.randn(q.shape, generator=self.generator, dtype=q.dtype, device=q.device) * self.replay_noise
+        return self.chain.clamp(q + noise)
 
 
 @dataclass(frozen=True)

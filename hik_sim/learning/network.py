@@ -128,10 +128,12 @@ class IKNetwork(nn.Module):
         """
         if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
             raise ModelError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
-        if not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
+        # Values are checked in eager calls; a compiled one (the trainer's step, poses from FK) skips these
+        # data-dependent branches, which would cut its graph into pieces.
+        values_checked = not torch.compiler.is_compiling()
+        if values_checked and not (bool(torch.isfinite(pos).all()) and bool(torch.isfinite(quat).all())):
             raise ModelError("target poses must be finite; got NaN or inf")
-        zero = quat.norm(dim=-1) < 1e-9
-        if bool(zero.any()):
+        if values_checked and bool((zero := quat.norm(dim=-1) < 1e-9).any()):
             raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
                            "give unit quaternions (w, x, y, z)")
         out = self.model(self.normalizer(pos, quat))

@@ -1,10 +1,11 @@
 """Training IK networks from the URDF alone: ``python -m hik_sim.train``.
 
-Every step draws a fresh batch of configurations uniform in the joint limits, computes their poses
+Every step draws a fresh batch of configurations uniform in the joint limits (or with a share in the
+tails, ``--sampling``: :data:`~hik_sim.learning.data.SAMPLINGS`), computes their poses
 by batched FK (:class:`~hik_sim.kinematics.Chain`), asks the network for joints that reach those
 poses, and minimises the :class:`~hik_sim.losses.CompositeLoss` of the poses those joints reach
 (FK again, differentiable). AdamW with a short warm-up and a cosine decay over the budget (steps or
-minutes). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
+minutes; ``--schedule constant`` keeps the peak rate). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
 set. The result is a checkpoint with its card (:mod:`hik_sim.checkpoint`), resumable.
 
 Nothing is lost to an interruption: the output path is checked before the first step, the run
@@ -59,7 +60,7 @@ import torch
 
 import hik_sim
 from hik_sim.learning.checkpoint import Card, check_checkpoint_path, read_checkpoint, save_checkpoint
-from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.data import SAMPLINGS, FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError, TrainingError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import CompositeLoss, CycleIKLoss, LossConfig, LossTerms, RegressionLoss
@@ -68,6 +69,7 @@ from hik_sim.learning.models import CYCLEIK_PROFILES, MODEL_KINDS, parameter_cou
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import RobotSpec
 from hik_sim.learning.training_log import TrainingLog, curve_paths
+from hik_sim.kinematics.rotations import position_error, rotation_error
 
 __all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main", "OBJECTIVES"]
 
@@ -79,6 +81,9 @@ DEFAULT_OBJECTIVES: dict[str, str] = {"cycleik": "cycleik", "regression": "regre
 
 COMPOSITE_LR = 1e-3
 """The default peak learning rate of the composite and regression objectives."""
+
+SCHEDULES: tuple[str, ...] = ("cosine", "constant")
+"""The learning rate after the warm-up (:attr:`TrainConfig.schedule`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,12 @@ class TrainConfig:
         weight_decay: AdamW weight decay.
         warmup_steps: linear warm-up steps.
         final_lr_fraction: the cosine decay ends at this fraction of ``lr``.
+        schedule: the learning rate after the warm-up: ``cosine`` (default; decays to
+            ``final_lr_fraction`` over the budget, steps or minutes, whichever runs out first) or
+            ``constant`` (``lr`` throughout; the recipe study's alternative).
+        sampling: where the training configurations fall, one of :data:`hik_sim.learning.data.SAMPLINGS`
+            (``uniform``, default; ``limits``; ``hard``: hard-example replay).
+        tail_fraction: the share of each batch that ``limits`` or ``hard`` places in the tails.
         grad_clip: gradient-norm clip.
         seed: seed of the weights' initialisation and of the training batches.
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
@@ -133,6 +144,9 @@ class TrainConfig:
     weight_decay: float = 1e-5
     warmup_steps: int = 100
     final_lr_fraction: float = 0.02
+    schedule: str = "cosine"
+    sampling: str = "uniform"
+    tail_fraction: float = 0.25
     grad_clip: float = 1.0
     seed: int = 0
     device: str = "auto"
@@ -177,6 +191,12 @@ class TrainConfig:
             raise TrainingError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.model == "harmoatt" and "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
             object.__setattr__(self, "model_options", (("trunk", "dense"), *self.model_options))
+        if self.schedule not in SCHEDULES:
+            raise TrainingError(f"unknown schedule {self.schedule!r}; schedules are: {', '.join(SCHEDULES)}")
+        if self.sampling not in SAMPLINGS:
+            raise TrainingError(f"unknown sampling {self.sampling!r}; samplings are: {', '.join(SAMPLINGS)}")
+        if not 0 <= self.tail_fraction < 1:
+            raise TrainingError(f"tail_fraction must be in [0, 1), got {self.tail_fraction}")
         if not self.checkpoint_minutes > 0:
             raise TrainingError(f"checkpoint_minutes must be positive, got {self.checkpoint_minutes}")
 
@@ -323,9 +343,16 @@ def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, 
             "git_commit": card.git_commit}
 
 
+def _pose_error(pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
+    """Position error [m] plus rotation error [rad] × 0.1 m, (...,): one number per pose to rank them by."""
+    return position_error(pos, target_pos) + 0.1 * rotation_error(quat, target_quat)
+
+
 def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return config.lr
     floor = config.final_lr_fraction
     return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
@@ -395,6 +422,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator(device=device).manual_seed(config.seed + 1000 * rank)
     step, elapsed_before, history = 0, 0.0, []
+    stream_state: dict[str, Any] | None = None
     if resume is not None:
         payload = read_checkpoint(resume, map_location=device)
         state = payload.get("resume")
@@ -412,12 +440,16 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
         generator.set_state(_rank_generator_state(state, rank, world, resume))
+        stream_state = state.get("stream")
         step, elapsed_before, history = int(state["step"]), float(state["elapsed"]), list(state["history"])
     first_step = step
     model = network
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
-    stream = FKStream(chain, config.batch, generator, selection, torch.float32, device)
+    stream = FKStream(chain, config.batch, generator, selection, torch.float32, device, sampling=config.sampling,
+                      tail_fraction=config.tail_fraction)
+    if resume is not None and stream_state is not None:  # the hard-example pool (rank 0's: the ranks' pools differ only by batch)
+        stream.load_state_dict(stream_state)
     budget_s = config.minutes * 60 if config.minutes is not None else math.inf
     show = progress and rank == 0
     bar = tqdm(total=config.steps, initial=step, disable=not show, desc=f"{robot.name} {config.model}", unit="step",
@@ -429,17 +461,23 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     def elapsed() -> float:
         return elapsed_before + time.perf_counter() - start
 
-    def batch_loss(pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LossTerms:
+    def batch_loss(pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[LossTerms, torch.Tensor]:
+        """The loss terms and each pose's error (B,), for hard-example replay: position [m] plus rotation
+        [rad] × 0.1 m (the best answer's, with several), or the joint error [rad] for regression."""
         out_net = model(pos, quat, choose=False)
         if config.objective == "regression":  # the sampled joints are the targets: no FK
-            return loss_fn(out_net.q[:, free_index], q[:, free_index])
+            predicted, target = out_net.q[:, free_index], q[:, free_index]
+            return loss_fn(predicted, target), torch.linalg.vector_norm(predicted.detach() - target, dim=-1)
         if out_net.candidates is None:
             reached = chain.fk(out_net.q)
-            return loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+            terms = loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+            return terms, _pose_error(reached.pos.detach(), reached.quat.detach(), pos, quat)
         batch, hypotheses, n = out_net.candidates.shape
         reached = chain.fk(out_net.candidates.reshape(batch * hypotheses, n))
-        return loss_fn(reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4), pos, quat,
-                       out_net.fusion_weights)
+        reached_pos, reached_quat = reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4)
+        terms = loss_fn(reached_pos, reached_quat, pos, quat, out_net.fusion_weights)
+        error = _pose_error(reached_pos.detach(), reached_quat.detach(), pos[:, None], quat[:, None])
+        return terms, error.min(dim=1).values
 
     def card_now() -> Card:
         seconds = elapsed()
@@ -473,7 +511,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         if out is None:
             return None
         resume_state = {"optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(), "generator": generators[0],
-                        "generators": generators, "step": step, "elapsed": card.training_seconds, "history": history}
+                        "generators": generators, "step": step, "elapsed": card.training_seconds, "history": history,
+                        "stream": stream.state_dict()}
         return save_checkpoint(out, network, card, resume_state)
 
     def agreed(now: float, stopping: bool) -> tuple[float, bool]:
@@ -495,7 +534,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             lr = _learning_rate(config, step, max(step / config.steps, now / budget_s))
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            terms = step_loss(batch.pos, batch.quat, batch.q)
+            terms, pose_error = step_loss(batch.pos, batch.quat, batch.q)
+            stream.observe(batch.q, pose_error)
             optimizer.zero_grad(set_to_none=True)
             terms.total.backward()
             torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
@@ -613,6 +653,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objective", choices=("auto", *OBJECTIVES), default="auto",
                         help="what to minimise (default auto: cycleik for --model cycleik, regression for --model "
                              "regression, composite otherwise)")
+    parser.add_argument("--schedule", choices=SCHEDULES, default=defaults.schedule,
+                        help="learning rate after the warm-up (default cosine over the budget; constant: the peak rate)")
+    parser.add_argument("--sampling", choices=SAMPLINGS, default=defaults.sampling,
+                        help="where training configurations fall (default uniform; limits: a share near the joint limits; "
+                             "hard: a share replays the previous batch's worst-served configurations)")
+    parser.add_argument("--tail-fraction", type=float, default=defaults.tail_fraction,
+                        help=f"share of each batch in the tails with --sampling limits/hard (default {defaults.tail_fraction:g})")
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed (default 0)")
     parser.add_argument("--device", default=defaults.device, help="auto (default: cuda when available), cpu, cuda, cuda:N")
     parser.add_argument("--fix-joint", action="append", default=[], metavar="NAME=VALUE",
@@ -654,7 +701,8 @@ def main(argv: list[str] | None = None) -> int:
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,
                              eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile,
                              init_from=str(args.init_from) if args.init_from is not None else None,
-                             checkpoint_minutes=args.checkpoint_minutes, objective=args.objective)
+                             checkpoint_minutes=args.checkpoint_minutes, objective=args.objective,
+                             schedule=args.schedule, sampling=args.sampling, tail_fraction=args.tail_fraction)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress, tensorboard=args.tensorboard)
     except ValueError as exc:  # float("x") in --fix-joint
