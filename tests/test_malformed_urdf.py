@@ -471,7 +471,7 @@ def test_valid_chain_below_the_root_holds_the_other_joint(tmp_path: Path) -> Non
     assert spec.held_joints == {"j2": -0.25}
 
 
-# Known bugs in hik_sim/sim.py (another engineer owns that file); strict, so a fix is noticed.
+# Defects once found in the scene's build (hik_sim/sim/, the scene package), kept as regression tests.
 
 
 def test_link_named_like_a_scene_body(tmp_path: Path) -> None:

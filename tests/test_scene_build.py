@@ -16,8 +16,8 @@ from hik_sim.robots import robot_from_urdf
 from hik_sim.sim import DERIVATION, build_scene, describe, mujoco_urdf
 from hik_sim.sim import main as scene_main
 
-# Fingerprints of the compiled scenes that hik_sim/sim.py (one module, three compiles) built
-# before it was split into the hik_sim.sim package. A failure means the scene changed: if the
+# Fingerprints of the compiled scenes that the single module hik_sim/scene.py (three compiles) built
+# before it was split into the scene package (now hik_sim/sim/). A failure means the scene changed: if the
 # change is meant, print fingerprint(build_scene(robot).model) for each robot and update the table.
 FINGERPRINTS = {
     "irb120": "a6ef238d41b57ab6",
