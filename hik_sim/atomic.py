@@ -10,7 +10,7 @@ from typing import Callable
 __all__ = ["write_atomically"]
 
 
-def write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+def write_atomically(target: Path, write: Callable[[Path], object]) -> None:
     """Write ``target`` through ``write(path)`` on a unique temporary file beside it, then rename it into place.
 
     Concurrent writers of the same target never clash (each has its own temporary name, which keeps

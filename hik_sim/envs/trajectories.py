@@ -58,8 +58,8 @@ class Trajectory:
         radius = size * np.sqrt(rng.uniform(0, 1, count - 1))
         angle = rng.uniform(0, 2 * np.pi, count - 1)
         points = np.vstack(([0.0, 0.0], np.column_stack((radius * np.cos(angle), radius * np.sin(angle)))))
-        extra = {} if u is None else {"u": u, "v": v}
-        return cls("waypoints", speed, size, waypoints=points, **extra)
+        plane = {name: axis for name, axis in (("u", u), ("v", v)) if axis is not None}  # the defaults for the others
+        return cls("waypoints", speed, size, waypoints=points, **plane)
 
     def _planar(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         a, s = self.size, self.speed
@@ -74,6 +74,7 @@ class Trajectory:
             w = math.pi * s / (2 * a)
             return a * np.array([math.sin(w * t), 0.0]), a * w * np.array([math.cos(w * t), 0.0])
         points = self.waypoints
+        assert points is not None  # __post_init__: a waypoints trajectory has them
         loop = np.vstack((points, points[:1]))
         lengths = np.linalg.norm(np.diff(loop, axis=0), axis=1)
         durations = np.maximum(lengths / s, 1e-9)

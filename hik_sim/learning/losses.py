@@ -157,6 +157,8 @@ class CompositeLoss(nn.Module):
         config: switches and weights.
     """
 
+    running_error: torch.Tensor  # a registered buffer (0-d float64); < 0 until the first batch
+
     def __init__(self, config: LossConfig | None = None) -> None:
         super().__init__()
         self.config = config or LossConfig()

@@ -47,7 +47,10 @@ class TrainingLog:
 
     def __init__(self, checkpoint: str | Path | None, tensorboard: str | Path | None = None, title: str = "",
                  plot_every_s: float = 30.0) -> None:
-        self.csv_path, self.png_path = curve_paths(checkpoint) if checkpoint is not None else (None, None)
+        self.csv_path: Path | None = None
+        self.png_path: Path | None = None
+        if checkpoint is not None:
+            self.csv_path, self.png_path = curve_paths(checkpoint)
         self.title, self.plot_every_s = title, plot_every_s
         self._plotted_at = -float("inf")
         self._written = 0  # history rows already sent to TensorBoard
@@ -65,7 +68,7 @@ class TrainingLog:
         """Write the curve of ``history`` (one dict per validation, oldest first); ``final``: the run's last."""
         if not history:
             return
-        if self.csv_path is not None:
+        if self.csv_path is not None and self.png_path is not None:  # both or neither
             write_atomically(self.csv_path, lambda path: self._write_csv(path, history))
             if final or time.monotonic() - self._plotted_at >= self.plot_every_s:
                 write_atomically(self.png_path, lambda path: self._plot(path, history))

@@ -82,12 +82,14 @@ def _convert(source: Path, target: Path) -> tuple[float, float, float, float] | 
         raise MeshError(f"mesh {source} holds no triangles")
     if len(loaded.vertices) < _MIN_VERTICES:
         raise MeshError(f"mesh {source} holds {len(loaded.vertices)} vertices; MuJoCo needs at least {_MIN_VERTICES}")
-    rgba = None
+    rgba: tuple[float, float, float, float] | None = None
     try:
-        colors = loaded.visual.to_color().vertex_colors
-        if len(colors):
-            mean = colors.reshape(-1, 4).mean(axis=0) / 255.0
-            rgba = tuple(round(float(c), 3) for c in mean)
+        # only textured meshes give a colour (their texture's mean); the others keep the URDF's colour
+        if isinstance(loaded.visual, trimesh.visual.TextureVisuals):
+            colors = loaded.visual.to_color().vertex_colors
+            if len(colors):
+                r, g, b, a = (round(float(c), 3) for c in colors.reshape(-1, 4).mean(axis=0) / 255.0)
+                rgba = (r, g, b, a)
     except Exception:  # a mesh without usable colour information keeps the URDF's colour
         rgba = None
     write_atomically(target, lambda path: loaded.export(str(path), file_type="stl"))

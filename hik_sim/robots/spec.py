@@ -193,12 +193,12 @@ def robot_from_urdf(
         upper.append(hi)
         home_values.append(value)
     held = {}
-    for joint in model.joints:
-        if joint.movable and joint.mimic is None and joint.name not in joint_names:
-            lo, hi = _limits(model, joint.name)
-            held[joint.name] = home.get(joint.name, _clip(0.0, lo, hi))
-            if not lo <= held[joint.name] <= hi:
-                raise HikError(f"home {held[joint.name]} of joint {joint.name!r} is outside its limits [{lo}, {hi}]")
+    for other in model.joints:
+        if other.movable and other.mimic is None and other.name not in joint_names:
+            lo, hi = _limits(model, other.name)
+            held[other.name] = home.get(other.name, _clip(0.0, lo, hi))
+            if not lo <= held[other.name] <= hi:
+                raise HikError(f"home {held[other.name]} of joint {other.name!r} is outside its limits [{lo}, {hi}]")
     if check_meshes:
         for uri in dict.fromkeys(model.mesh_uris):
             resolve_mesh_uri(uri, model.path, dirs)

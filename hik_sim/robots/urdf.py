@@ -370,13 +370,13 @@ def _validate(root: ET.Element, path: Path) -> UrdfModel:
             f"{path} is a xacro file (it holds xacro: elements); expand it to a URDF first: xacro {path.name} > robot.urdf"
         )
     links: list[str] = []
-    for link in root.findall("link"):
-        name = link.get("name")
+    for element in root.findall("link"):
+        name = element.get("name")
         if not name:
             raise UrdfError(f"{path}: a <link> has no name attribute")
         if name in links:
             raise UrdfError(f"{path}: link name {name!r} is used twice; link names must be unique")
-        _check_link(link, path)
+        _check_link(element, path)
         links.append(name)
     if not links:
         raise UrdfError(f"{path}: the robot has no <link>; a URDF needs at least one link")

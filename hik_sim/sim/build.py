@@ -41,7 +41,7 @@ def build_scene(robot: RobotSpec, options: SceneOptions | None = None, workspace
     draft = Draft.start(robot, options, workspace_samples)
     for step in DERIVATION:
         step(draft)
-    model, measured = draft.model, draft.measured
+    model, measured = draft.model, draft.measurements
     return Scene(
         robot=robot,
         model=model,

@@ -55,6 +55,12 @@ class Draft:
         urdf, xml = load_urdf_tree(robot.urdf)
         return cls(robot, options or SceneOptions(), workspace_samples, urdf, xml)
 
+    @property
+    def measurements(self) -> Measurements:
+        """What step 15 measured, for the steps after it (it is an error in the step order to ask before)."""
+        assert self.measured is not None, "a step after the measurement ran before it"
+        return self.measured
+
 
 def compile_spec(spec, what: str):  # noqa: ANN001, ANN201 - mujoco.MjSpec -> mujoco.MjModel
     """``spec.compile()``, MuJoCo's compile errors as a :class:`~hik_sim.errors.HikError` naming ``what``."""

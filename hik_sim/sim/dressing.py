@@ -19,7 +19,7 @@ __all__ = ["add_cameras", "add_floor_and_lights", "add_home_keyframe", "add_targ
 
 def stand_on_floor(draft: Draft) -> None:
     """The robot is lifted so that its lowest point at home touches the floor (z = 0)."""
-    lift = draft.measured.lift
+    lift = draft.measurements.lift
     root = draft.spec.worldbody.first_body()
     if abs(lift) > 1e-9 and root is not None:
         root.pos = [root.pos[0], root.pos[1], root.pos[2] + lift]
@@ -33,7 +33,7 @@ def add_floor_and_lights(draft: Draft) -> None:
     """
     import mujoco
 
-    spec, options, measured = draft.spec, draft.options, draft.measured
+    spec, options, measured = draft.spec, draft.options, draft.measurements
     radius = max(measured.workspace_radius, measured.robot_radius)
     spec.visual.quality.shadowsize = options.shadow_size
     spec.visual.global_.offwidth, spec.visual.global_.offheight = options.offscreen_size
@@ -64,7 +64,7 @@ def add_target(draft: Draft) -> None:
     """
     import mujoco
 
-    size = max(0.04, 0.12 * draft.measured.workspace_radius)
+    size = max(0.04, 0.12 * draft.measurements.workspace_radius)
     body = draft.spec.worldbody.add_body(name="target", mocap=True)
     body.add_geom(name="target", type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.25 * size, 0, 0], rgba=[0.2, 0.85, 0.3, 0.45],
                   contype=0, conaffinity=0, group=2)
@@ -101,7 +101,7 @@ def add_cameras(draft: Draft) -> None:
     Both look from the robot's front-left and slightly above (``RobotSpec.front`` in the root
     body's frame), with a 45° field of view, far enough for the ball around what they frame.
     """
-    measured = draft.measured
+    measured = draft.measurements
     front = measured.root_rotation @ np.asarray(draft.robot.front, dtype=float)
     front = front / max(np.linalg.norm(front[:2]), 1e-9)
     side = np.array([-front[1], front[0], 0.0])  # the robot's left

@@ -90,9 +90,9 @@ def measure_on_a_first_compile(draft: Draft) -> None:
         joint = model.joint(name).id
         held_ranges[name] = tuple(model.jnt_range[joint]) if model.jnt_limited[joint] else None
 
-    points = np.asarray(points) + [0.0, 0.0, lift]
-    center = 0.5 * (points.min(axis=0) + points.max(axis=0))
-    radius = max(float(np.linalg.norm(points - center, axis=1).max()), 0.05)  # an end-effector that never moves
+    ee_points = np.asarray(points) + [0.0, 0.0, lift]
+    center = 0.5 * (ee_points.min(axis=0) + ee_points.max(axis=0))
+    radius = max(float(np.linalg.norm(ee_points - center, axis=1).max()), 0.05)  # an end-effector that never moves
     data.qpos[qadr] = robot.home
     mujoco.mj_forward(model, data)
     body_points = data.xpos[1:] + [0.0, 0.0, lift]

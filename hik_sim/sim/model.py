@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,8 @@ class Scene:
     """
 
     robot: RobotSpec
-    model: object
-    spec: object
+    model: Any  # mujoco.MjModel (MuJoCo has no type information)
+    spec: Any  # mujoco.MjSpec
     chain_qpos: np.ndarray
     chain_dof: np.ndarray
     chain_actuators: np.ndarray

@@ -49,6 +49,9 @@ class LimitHead(nn.Module):
         hypotheses: H, answers per pose.
     """
 
+    center: torch.Tensor  # (m,) registered buffers
+    half_range: torch.Tensor
+
     def __init__(self, in_features: int, lower: torch.Tensor, upper: torch.Tensor, hypotheses: int = 1) -> None:
         super().__init__()
         if isinstance(hypotheses, bool) or not isinstance(hypotheses, int):
