@@ -77,7 +77,7 @@ class Chain:
         self.geometry = ChainGeometry.from_robot(robot)
         g = self.geometry
         skews = np.stack([skew(a) if r else np.zeros((3, 3)) for a, r in zip(g.axes, g.revolute)])
-        self._np = _Tensors(  # float64 numpy masters of the cached tensors
+        self._np: tuple[np.ndarray, ...] = (  # float64 numpy masters of the cached tensors, in _Tensors' field order
             g.rotations, g.rotations @ skews, g.rotations @ skews @ skews, g.translations, g.axes,
             np.einsum("nij,nj->ni", g.rotations, g.axes), g.tool_rotation, g.tool_translation,
             np.asarray(robot.lower), np.asarray(robot.upper),

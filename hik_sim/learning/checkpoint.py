@@ -223,7 +223,7 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     return payload
 
 
-def _registered_robot(card: Card, path: Path | str) -> RobotSpec:
+def _registered_robot(card: Card, path: str | os.PathLike[str]) -> RobotSpec:
     from hik_sim.robots import get_robot, robot_names
 
     if card.robot not in robot_names():
@@ -255,6 +255,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
         card.check_robot(robot)
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
     chain = None
+    assert card.hypotheses is not None  # Card.__post_init__ fills it in
     if card.hypotheses > 1:  # it chooses among its answers by FK
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,

@@ -261,6 +261,9 @@ class PoseNormalizer(torch.nn.Module):
         pos_max: (3,) upper workspace bound [m].
     """
 
+    pos_min: torch.Tensor  # registered buffers
+    pos_max: torch.Tensor
+
     def __init__(self, pos_min: torch.Tensor, pos_max: torch.Tensor) -> None:
         super().__init__()
         if pos_min.shape != (3,) or pos_max.shape != (3,) or not bool((pos_max > pos_min).all()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,8 +22,11 @@ from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import ModelError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import geodesic_angle
-from hik_sim.learning.models import IKOutput, build_model
+from hik_sim.learning.models import IKOutput, LimitHead, build_model
 from hik_sim.kinematics.tolerances import SUCCESS
+
+if TYPE_CHECKING:
+    from hik_sim.learning.checkpoint import Card
 
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "as_targets"]
 
@@ -104,6 +107,8 @@ class IKNetwork(nn.Module):
         HikError: a model with several hypotheses and no chain.
     """
 
+    card: Card  # set by the loaders (load_pretrained, make_solver) on a network read from a checkpoint; absent otherwise
+
     def __init__(self, kind: str, lower: torch.Tensor, upper: torch.Tensor, normalizer: PoseNormalizer,
                  selection: JointSelection, model_options: dict[str, Any] | None = None, chain: Chain | None = None) -> None:
         super().__init__()
@@ -114,7 +119,9 @@ class IKNetwork(nn.Module):
         index = selection.free_index
         self.model = build_model(kind, lower[index], upper[index], **self.model_options)
         self.normalizer = normalizer
-        self.hypotheses: int = self.model.head.hypotheses  # answers per pose, as the model was built
+        head = self.model.head
+        assert isinstance(head, LimitHead)  # every model of build_model answers through one
+        self.hypotheses: int = head.hypotheses  # answers per pose, as the model was built
         if self.hypotheses > 1 and chain is None:
             raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
         self.chain = chain

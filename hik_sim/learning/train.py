@@ -2,11 +2,11 @@
 
 Every step draws a fresh batch of configurations uniform in the joint limits (or with a share in the
 tails, ``--sampling``: :data:`~hik_sim.learning.data.SAMPLINGS`), computes their poses
-by batched FK (:class:`~hik_sim.kinematics.Chain`), asks the network for joints that reach those
-poses, and minimises the :class:`~hik_sim.losses.CompositeLoss` of the poses those joints reach
+by batched FK (:class:`~hik_sim.kinematics.chain.Chain`), asks the network for joints that reach those
+poses, and minimises the :class:`~hik_sim.learning.losses.CompositeLoss` of the poses those joints reach
 (FK again, differentiable). AdamW with a short warm-up and a cosine decay over the budget (steps or
 minutes; ``--schedule constant`` keeps the peak rate). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
-set. The result is a checkpoint with its card (:mod:`hik_sim.checkpoint`), resumable.
+set. The result is a checkpoint with its card (:mod:`hik_sim.learning.checkpoint`), resumable.
 
 Nothing is lost to an interruption: the output path is checked before the first step, the run
 saves a resumable checkpoint every ``checkpoint_minutes``, and Ctrl-C (SIGINT) or SIGTERM ends it
@@ -24,9 +24,9 @@ checkpoints, and on stopping when any of them is signalled, so they always take 
 the adaptive β's running error is averaged over the ranks after every step.
 
 Objectives (``--objective``, by default chosen by the model kind): ``composite`` (the above; for
-``harmoatt`` and ``mlp``), ``cycleik`` (CycleIK's own loss, :class:`~hik_sim.losses.CycleIKLoss`,
+``harmoatt`` and ``mlp``), ``cycleik`` (CycleIK's own loss, :class:`~hik_sim.learning.losses.CycleIKLoss`,
 with Adam at CycleIK's learning rate; the default for ``cycleik``) and ``regression`` (supervised
-regression onto the sampled joints, :class:`~hik_sim.losses.RegressionLoss`, no FK in the loss; the
+regression onto the sampled joints, :class:`~hik_sim.learning.losses.RegressionLoss`, no FK in the loss; the
 default for ``regression``). docs/paper_models.md says where these follow their papers and where not.
 
 Examples::
@@ -66,6 +66,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import CompositeLoss, CycleIKLoss, LossConfig, LossTerms, RegressionLoss
 from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.learning.models import CYCLEIK_PROFILES, MODEL_KINDS, parameter_count, size_options
+from hik_sim.learning.models.cycleik import CycleIKProfile
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import RobotSpec
 from hik_sim.learning.training_log import TrainingLog, curve_paths
@@ -121,7 +122,7 @@ class TrainConfig:
             schedule; unlike resuming, the budget and options may differ). It must be for the same
             robot, model, fixed joints and options, except ``hypotheses``, which may grow: the new
             answers start as copies of its answers with a little noise. The card records it
-            (:attr:`~hik_sim.checkpoint.Card.init`).
+            (:attr:`~hik_sim.learning.checkpoint.Card.init`).
         objective: ``composite``, ``cycleik`` or ``regression`` (see the module docstring);
             ``auto`` (default): ``cycleik`` for the cycleik model, ``regression`` for the regression
             model, ``composite`` otherwise. The ``cycleik`` objective trains with Adam (betas
@@ -173,16 +174,17 @@ class TrainConfig:
         if self.objective != "composite" and isinstance(hypotheses, (int, float)) and hypotheses > 1:
             raise TrainingError(f"the {self.objective} objective trains one answer per pose; several hypotheses need "
                            "the composite objective")
-        if self.lr is None:
-            lr = cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR
-            object.__setattr__(self, "lr", float(lr))
+        lr = self.lr
+        if lr is None:
+            lr = float(cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR)
+            object.__setattr__(self, "lr", lr)
         if self.steps < 1:
             raise TrainingError(f"steps must be at least 1, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
             raise TrainingError(f"minutes must be positive, got {self.minutes}")
         if self.batch < 1 or self.eval_size < 1 or self.eval_every < 1 or self.normalizer_samples < 100:
             raise TrainingError("batch, eval_size and eval_every must be at least 1 and normalizer_samples at least 100")
-        if not (0 < self.lr < math.inf and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0
+        if not (0 < lr < math.inf and 0 < self.final_lr_fraction <= 1 and self.warmup_steps >= 0
                 and 0 < self.grad_clip < math.inf):
             raise TrainingError(f"lr and grad_clip must be positive and finite, final_lr_fraction in (0, 1], warmup_steps >= 0; "
                            f"got lr={self.lr}, grad_clip={self.grad_clip}, final_lr_fraction={self.final_lr_fraction}, "
@@ -214,7 +216,7 @@ class TrainConfig:
         return cls(**data)
 
 
-def cycleik_settings(config: TrainConfig) -> dict[str, Any]:
+def cycleik_settings(config: TrainConfig) -> CycleIKProfile:
     """CycleIK's published config (loss weights, learning rate) for a run: its model's ``profile`` (default Panda)."""
     profile = str(dict(config.model_options).get("profile", "panda")) if config.model == "cycleik" else "panda"
     if profile not in CYCLEIK_PROFILES:
@@ -322,7 +324,8 @@ def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, 
         raise TrainingError(f"{path} holds a {card.model!r} network with fixed joints {dict(card.fixed_joints)} and options "
                        f"{card.model_options}; this run trains {config.model!r} with {dict(config.fixed_joints)} and "
                        f"{dict(config.model_options)}: only the number of hypotheses may differ")
-    have, want = int(card.model_options.get("hypotheses", 1)), network.hypotheses
+    assert card.hypotheses is not None  # Card.__post_init__ fills it in (from model_options, for a card older than the field)
+    have, want = card.hypotheses, network.hypotheses
     if want < have:
         raise TrainingError(f"{path} has {have} hypotheses; a network started from it needs at least as many, got {want}")
     state = dict(payload["state_dict"])
@@ -349,12 +352,14 @@ def _pose_error(pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor,
 
 
 def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
+    peak = config.lr
+    assert peak is not None  # TrainConfig.__post_init__ fills it in
     if step < config.warmup_steps:
-        return config.lr * (step + 1) / config.warmup_steps
+        return peak * (step + 1) / config.warmup_steps
     if config.schedule == "constant":
-        return config.lr
+        return peak
     floor = config.final_lr_fraction
-    return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
 def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | None = None,
@@ -367,7 +372,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         config: the training configuration.
         out: where to write the checkpoint (and its ``.json`` card) and, beside it, the validation
             curve (``<stem>.curve.csv`` and ``.png``, updated after every validation:
-            :class:`~hik_sim.training_log.TrainingLog`); ``None``: write nothing.
+            :class:`~hik_sim.learning.training_log.TrainingLog`); ``None``: write nothing.
         resume: a checkpoint to continue from (its config must match ``config``'s model).
         progress: show a tqdm progress bar.
         tensorboard: also log every validation to this TensorBoard directory (needs ``tensorboard``).
@@ -416,6 +421,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     init: dict[str, Any] = {}
     if config.init_from is not None:
         init = _initialise_from(network, config, robot, Path(config.init_from))
+    assert config.lr is not None  # TrainConfig.__post_init__ fills it in
     if config.objective == "cycleik":  # CycleIK's optimiser: Adam, betas (0.9, 0.999), no weight decay
         optimizer: torch.optim.Optimizer = torch.optim.Adam(network.parameters(), lr=config.lr, betas=(0.9, 0.999))
     else:
@@ -443,7 +449,7 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
         stream_state = state.get("stream")
         step, elapsed_before, history = int(state["step"]), float(state["elapsed"]), list(state["history"])
     first_step = step
-    model = network
+    model: torch.nn.Module = network  # what the steps call: the network, or its DistributedDataParallel wrapper
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
     stream = FKStream(chain, config.batch, generator, selection, torch.float32, device, sampling=config.sampling,

@@ -12,6 +12,7 @@ also a scalar event (``tensorboard --logdir DIR``); that needs the ``tensorboard
 from __future__ import annotations
 
 import csv
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,10 @@ CURVE_COLUMNS: tuple[str, ...] = ("step", "elapsed_s", "loss", "beta", "entropy"
 """The CSV's columns, in order (metrics a validation did not report are left empty)."""
 
 
-def curve_paths(checkpoint: str | Path) -> tuple[Path, Path]:
+def curve_paths(checkpoint: str | os.PathLike[str]) -> tuple[Path, Path]:
     """The CSV and PNG paths of a checkpoint's curve: ``<stem>.curve.csv``, ``<stem>.curve.png`` beside it."""
-    checkpoint = Path(checkpoint)
-    return checkpoint.with_suffix(".curve.csv"), checkpoint.with_suffix(".curve.png")
+    path = Path(checkpoint)
+    return path.with_suffix(".curve.csv"), path.with_suffix(".curve.png")
 
 
 class TrainingLog:
@@ -45,7 +46,7 @@ class TrainingLog:
         OutputError: ``tensorboard`` is given but the ``tensorboard`` package is not installed.
     """
 
-    def __init__(self, checkpoint: str | Path | None, tensorboard: str | Path | None = None, title: str = "",
+    def __init__(self, checkpoint: str | os.PathLike[str] | None, tensorboard: str | os.PathLike[str] | None = None, title: str = "",
                  plot_every_s: float = 30.0) -> None:
         self.csv_path: Path | None = None
         self.png_path: Path | None = None

@@ -48,7 +48,7 @@ Where this module deviates, and why:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import torch
 from torch import nn
@@ -56,10 +56,20 @@ from torch import nn
 from hik_sim.errors import ModelError
 from hik_sim.learning.models.common import IKOutput, LimitHead
 
-__all__ = ["CycleIKGenerator", "CYCLEIK_PROFILES", "cycleik_layers", "cycleik_parameters", "cycleik_width_for"]
+__all__ = ["CycleIKGenerator", "CycleIKProfile", "CYCLEIK_PROFILES", "cycleik_layers", "cycleik_parameters", "cycleik_width_for"]
 
 
-CYCLEIK_PROFILES: dict[str, dict[str, object]] = {
+class CycleIKProfile(TypedDict):
+    """One robot's IKNet config: hidden widths, loss weights, learning rate and batch size."""
+
+    layers: tuple[int, ...]
+    position_weight: float
+    orientation_weight: float
+    lr: float
+    batch_size: int
+
+
+CYCLEIK_PROFILES: dict[str, CycleIKProfile] = {
     # config/<robot>.yaml, IKNet: architecture.layers, position_weight, orientation_weight, training.lr, training.batch_size
     "panda": {"layers": (1370, 880, 2980, 1000, 2710, 2290, 880), "position_weight": 16.0, "orientation_weight": 2.0,
               "lr": 0.00024, "batch_size": 100},
@@ -71,7 +81,7 @@ CYCLEIK_PROFILES: dict[str, dict[str, object]] = {
 """CycleIK's published IKNet configs by robot: the hidden widths, loss weights, learning rate, batch."""
 
 
-def _profile(profile: str) -> dict[str, object]:
+def _profile(profile: str) -> CycleIKProfile:
     if profile not in CYCLEIK_PROFILES:
         raise ModelError(f"unknown CycleIK profile {profile!r}; profiles are: {', '.join(CYCLEIK_PROFILES)}")
     return CYCLEIK_PROFILES[profile]
@@ -81,7 +91,7 @@ def cycleik_layers(width: float, profile: str = "panda") -> tuple[int, ...]:
     """The hidden widths of ``profile`` scaled by ``width`` (1 = published), each rounded, at least 1."""
     if not (isinstance(width, (int, float)) and not isinstance(width, bool) and 0 < width <= 64):
         raise ModelError(f"CycleIK width must be a scale factor in (0, 64], got {width!r}")
-    return tuple(max(1, round(width * h)) for h in _profile(profile)["layers"])  # type: ignore[union-attr]
+    return tuple(max(1, round(width * h)) for h in _profile(profile)["layers"])
 
 
 def cycleik_parameters(layers: Sequence[int], outputs: int, in_features: int = 7) -> int:

@@ -204,7 +204,7 @@ class HarmoAttIK(nn.Module):
                                                 attention=attention, norm=trunk == "map") for _ in range(blocks))
         if trunk == "map":
             hidden = head_hidden or 640
-            self.trunk_head = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU())
+            self.trunk_head: nn.Module = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU())
         else:
             hidden = width
             self.trunk_head = nn.GELU()
