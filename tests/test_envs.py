@@ -13,6 +13,7 @@ from conftest import USER_URDF, reach_successes
 from gymnasium.utils.env_checker import check_env
 
 import hik_sim.envs
+from hik_sim.envs.track import TrackEnv
 from hik_sim.envs.trajectories import TRAJECTORIES, Trajectory
 from hik_sim.errors import HikError
 from hik_sim.policies.controller import IKController
@@ -175,3 +176,10 @@ def test_track_goal_moves_with_its_velocity(kind: str) -> None:
     dt = env.unwrapped.dt
     assert np.allclose((obs["goal_pos"] - previous) / dt, obs["goal_vel"], atol=0.02)
     assert math.isclose(np.linalg.norm(obs["goal_quat"]), 1.0)
+
+
+def test_track_step_before_reset_says_so() -> None:
+    env = TrackEnv(robot="irb120")  # unwrapped: gym.make's order check would answer first
+    with pytest.raises(HikError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(6))
+    env.close()

@@ -64,6 +64,8 @@ def test_rollout_stops_at_max_steps_and_checks_its_arguments() -> None:
     for bad in ({"max_steps": 0}, {"frame_every": 0}):
         with pytest.raises(HikError, match="at least 1"):
             rollout(env, controller, seed=0, **bad)
+    with pytest.raises(HikError, match="rollout runs hik_sim environments"):
+        rollout(gym.make("CartPole-v1"), controller, seed=0)
 
 
 def _episode(pos: list[float], rot: list[float], success: bool, dt: float = 0.5, failures: int = 0, violations: int = 0) -> Episode:

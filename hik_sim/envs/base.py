@@ -126,7 +126,7 @@ class RobotGoalEnv(gym.Env):
         })
         self.goal_pos, self.goal_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
         self._renderer: mujoco.Renderer | None = None
-        self._viewer = None
+        self._viewer: Any = None  # a mujoco.viewer handle (MuJoCo has no type information)
 
     @classmethod
     def _keywords(cls) -> list[str]:

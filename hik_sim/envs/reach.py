@@ -83,7 +83,7 @@ class ReachEnv(RobotGoalEnv):
         self.goal_pos, self.goal_quat = self.fk(self.goal_q)
         self.reachable = bool(rng.uniform() >= self.unreachable_probability)
         if not self.reachable:
-            direction = self.goal_pos / max(np.linalg.norm(self.goal_pos), 1e-9)
+            direction = self.goal_pos / max(float(np.linalg.norm(self.goal_pos)), 1e-9)
             self.goal_pos = 1.2 * self.max_reach * direction
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

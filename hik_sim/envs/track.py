@@ -127,23 +127,30 @@ class TrackEnv(RobotGoalEnv):
         else:
             raise EnvError(f"no reachable {self.trajectory_kind} of size {self.size} m found for {self.robot.name!r}; try a smaller size")
         self.trajectory, self.goal_quat, self.time = trajectory, quat, 0.0
-        self._set_goal()
+        self._set_goal(trajectory)
         self._reset_robot(start_q)
         self._show_goal()
         observation = self._observation()
         return observation, self._info(observation) | {"size": trajectory.size, "time": 0.0}
 
-    def _set_goal(self) -> None:
-        offset, self.goal_vel = self.trajectory.at(self.time)
+    def _set_goal(self, trajectory: Trajectory) -> None:
+        offset, self.goal_vel = trajectory.at(self.time)
         self.goal_pos = self.center_pos + offset
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        """Apply joint targets for one control period; the goal moves on."""
+        """Apply joint targets for one control period; the goal moves on.
+
+        Raises:
+            EnvError: called before :meth:`reset` (there is no trajectory yet).
+        """
+        trajectory = self.trajectory
+        if trajectory is None:
+            raise EnvError("the goal has no trajectory yet: call reset() before step()")
         self._apply(action)
         self.time += self.dt
-        self._set_goal()
+        self._set_goal(trajectory)
         observation = self._observation()
-        info = self._info(observation) | {"size": self.trajectory.size, "time": self.time}
+        info = self._info(observation) | {"size": trajectory.size, "time": self.time}
         if self.render_mode == "human":
             self.render()
         return observation, float(info["reward_pos"] + info["reward_rot"]), False, False, info

@@ -298,6 +298,7 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
     from tqdm.auto import tqdm
 
     import hik_sim.envs  # noqa: F401  (registers the environments, picks headless GL)
+    from hik_sim.envs.base import RobotGoalEnv
     from hik_sim.evaluation.metrics import reach_metrics, track_metrics
     from hik_sim.evaluation.rollout import rollout
     from hik_sim.sim.video import Recording
@@ -326,12 +327,14 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
         bar.update(1)
         for env_name in config.envs:
             bar.set_postfix(policy=policy.name, task=env_name)
+            env = (gym.make("hik_sim/Reach-v0", robot=robot) if env_name == "reach"
+                   else gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed))
+            base = env.unwrapped
+            assert isinstance(base, RobotGoalEnv)  # both ids make one
             if env_name == "reach":
-                env = gym.make("hik_sim/Reach-v0", robot=robot)
                 count, steps, frame_every = config.episodes, 250, 1
             else:
-                env = gym.make("hik_sim/Track-v0", robot=robot, trajectory=config.trajectory, speed=config.speed)
-                count, steps, frame_every = config.track_episodes, int(round(config.track_seconds / env.unwrapped.dt)), 2
+                count, steps, frame_every = config.track_episodes, int(round(config.track_seconds / base.dt)), 2
             episodes = [rollout(env, policy.controller, config.seed + i, steps,
                                 Recording(policy.name, env_name) if config.video and i == 0 else None, frame_every)
                         for i in range(count)]
@@ -340,8 +343,8 @@ def _evaluate(robot: RobotSpec, config: EvalConfig, out: Path, progress: bool) -
             curves[env_name][policy.name] = episodes[0]
             if config.video:
                 recordings[env_name].append(episodes[0].recording)
-                fps[env_name] = int(round(1 / (frame_every * env.unwrapped.dt)))
-                scene = env.unwrapped.scene
+                fps[env_name] = int(round(1 / (frame_every * base.dt)))
+                scene = base.scene
             bar.update(1)
         report["policies"][policy.name] = entry
     if config.video:

@@ -18,7 +18,7 @@ clearly named rows.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -38,7 +38,7 @@ __all__ = ["TEST_SEED", "TARGET_SEED", "PAPER_IRB120", "PAPER_HARMOATT", "PAPER_
 
 TEST_SEED = 2024  # the networks' test set (not the validation set the trainer watched)
 TARGET_SEED = 777  # the hybrid table's targets
-PAPER_IRB120 = {"hybrid": {"pos_mean_mm": 1.406, "rot_mean_deg": 0.900, "success_5mm_2deg": 0.942},
+PAPER_IRB120: dict[str, Any] = {"hybrid": {"pos_mean_mm": 1.406, "rot_mean_deg": 0.900, "success_5mm_2deg": 0.942},
                 "evals_reduction_pct": 95.1, "time_reduction_pct": 82.5}
 
 
@@ -59,7 +59,7 @@ def training_budget(card: Card) -> tuple[str, float]:
     return "steps", float(card.total_steps)
 
 
-def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoatt") -> dict[str, object]:
+def check_fair(robot_name: str, cards: dict[str, Card], reference: str = "harmoatt") -> dict[str, Any]:
     """Every network against ``reference``: parameter count within ±10 %, the same batch, seed and
     number of answers, and the same budget: equal steps (whatever stopped the reference), or equal
     wall-clock minutes for runs a time budget stopped (:func:`training_budget`).
@@ -101,7 +101,7 @@ def reductions(harmoatt: dict[str, float], mlp: dict[str, float]) -> dict[str, f
 
 
 def compare_networks(robot: RobotSpec, networks: dict[str, tuple[IKNetwork, Card]], targets: int,
-                     seed: int = TEST_SEED) -> dict[str, object]:
+                     seed: int = TEST_SEED) -> dict[str, Any]:
     """HarmoAtt-IK against its baselines on ``targets`` fixed reachable targets of one robot.
 
     Args:
@@ -133,7 +133,7 @@ def shipped_pair(robot: RobotSpec, baselines: tuple[str, ...] = ("mlp",)) -> dic
     return {model: (net, net.card) for model in ("harmoatt", *baselines) for net in [load_pretrained(robot.name, model)]}
 
 
-def harmoatt_headline(rows: list[dict[str, object]], baseline: str = "cycleik") -> dict[str, float]:
+def harmoatt_headline(rows: list[dict[str, Any]], baseline: str = "cycleik") -> dict[str, float]:
     """Our figures in the form of the HarmoAtt-IK abstract's headline: over ``rows`` (one per robot
     from :func:`compare_networks`), the largest reductions of the mean errors and the largest
     success gain (5 mm & 2°) against ``baseline``, and the robots where they occur."""
@@ -169,7 +169,7 @@ PAPER_MULTISTART = "Conventional-Multistart-10 (paper: all 10 starts, best kept)
 PAPER_HYBRID = "hybrid (paper: regression DNN → LM, one answer, no restarts)"
 
 
-def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dict[str, object]:
+def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dict[str, Any]:
     """The hybrid-IK paper's comparison on one robot, first with its definitions, then ours.
 
     With the paper's definitions (IRB120, where the ``regression`` networks are shipped): the
@@ -200,8 +200,8 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     def full(solver: Callable[[], IKSolver]) -> Callable[[], IKResult]:
         return lambda: solver().solve(batch.pos, batch.quat)
 
-    def registered(name: str, **options: object) -> Callable[[], IKResult]:
-        return full(lambda: make_solver(name, robot, batched=True, **options))
+    def registered(name: str, network: IKNetwork | None = None) -> Callable[[], IKResult]:
+        return full(lambda: make_solver(name, robot, batched=True, network=network))
 
     solvers: list[tuple[str, str, Callable[[], IKResult]]] = []
     if "regression" in shipped:
@@ -231,7 +231,7 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     rows = [summarize(name, run(), targets) | {"definition": definition} for definition, name, run in solvers]
     by_name = {row["solver"]: row for row in rows}
     hybrid, multistart = by_name["hybrid: network + LM"], by_name["multistart-10 LM"]
-    record: dict[str, object] = {
+    record: dict[str, Any] = {
         "robot": robot.name, "targets": targets, "seed": seed, "rows": rows,
         "hybrid_vs_multistart": _cost_reductions(hybrid, multistart),
         "hybrid_vs_paper_multistart": _cost_reductions(hybrid, by_name[PAPER_MULTISTART])}
@@ -251,7 +251,7 @@ def _cell(value: float | None, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 
-def paper_markdown(humanoids: list[dict[str, object]], irb120: dict[str, object], targets: int) -> str:
+def paper_markdown(humanoids: list[dict[str, Any]], irb120: dict[str, Any], targets: int) -> str:
     """Both papers' tables: published figures beside ours, the papers' definitions first.
 
     Args:

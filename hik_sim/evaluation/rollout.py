@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hik_sim.errors import HikError
+from hik_sim.errors import EnvError, HikError
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -108,7 +108,11 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
     """
     if (max_steps is not None and max_steps < 1) or frame_every < 1:
         raise HikError(f"max_steps must be None or at least 1 and frame_every at least 1, got {max_steps} and {frame_every}")
+    from hik_sim.envs.base import RobotGoalEnv
+
     base = env.unwrapped
+    if not isinstance(base, RobotGoalEnv):
+        raise EnvError(f"rollout runs hik_sim environments (hik_sim/Reach-…, hik_sim/Track-…), got {type(base).__name__}")
     obs, info = env.reset(seed=seed)
     reset_info = dict(info)
     policy.reset()

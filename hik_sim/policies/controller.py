@@ -145,7 +145,7 @@ class IKController:
             command = result.q[0].numpy().astype(np.float64)
         else:
             command = self.last_command.get(index, q_now)
-        if self.joint_velocity_limit is not None:
+        if self.joint_velocity_limit is not None and self.dt is not None:  # the constructor gives both or no limit
             step = self.joint_velocity_limit * self.dt
             command = np.clip(command, q_now - step, q_now + step)
         self.last_command[index] = command

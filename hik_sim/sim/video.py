@@ -179,18 +179,18 @@ def annotate(frame: np.ndarray, title: str, lines: list[tuple[str, tuple[int, in
     heights = [draw.textbbox((0, 0), text, font=font)[3] + pad for text, _, font in rows]
     widths = [draw.textlength(text, font=font) for text, _, font in rows]
     draw.rectangle((0, 0, min(image.width, max(widths) + 3 * pad), sum(heights) + 2 * pad), fill=(0, 0, 0, 160))
-    y = pad
+    y: float = pad  # text boxes are measured in float pixels
     for (text, colour, font), h in zip(rows, heights):
         draw.text((2 * pad, y), text, fill=(*colour, 255), font=font)
         y += h
     if legend:
         bar = 2 * size
-        heights = [draw.textbbox((0, 0), text, font=small)[3] + pad for text, _ in legend]
-        top = image.height - sum(heights) - 2 * pad
+        legend_heights = [draw.textbbox((0, 0), text, font=small)[3] + pad for text, _ in legend]
+        top = image.height - sum(legend_heights) - 2 * pad
         width = max(draw.textlength(text, font=small) for text, _ in legend) + bar + 5 * pad
         draw.rectangle((0, top, min(image.width, width), image.height), fill=(0, 0, 0, 160))
         y = top + pad
-        for (text, colour), h in zip(legend, heights):
+        for (text, colour), h in zip(legend, legend_heights):
             middle = y + h // 2
             draw.rectangle((2 * pad, middle - max(1, size // 6), 2 * pad + bar, middle + max(1, size // 6)), fill=(*colour, 255))
             draw.text((3 * pad + bar, y), text, fill=(255, 255, 255, 255), font=small)
@@ -327,9 +327,13 @@ class RolloutRenderer:
         lines = [(f"{recording.env}   t = {recording.time[index]:.2f} s", (220, 220, 220)),
                  (f"position error {pos_mm:.2f} mm", (120, 235, 120) if within else (255, 210, 120)),
                  (f"rotation error {rot_deg:.2f}°", (120, 235, 120) if within else (255, 210, 120))]
-        legend = [("goal path", tuple(int(255 * c) for c in GOAL_TRAIL_RGBA[:3])),
-                  ("end-effector path", tuple(int(255 * c) for c in EE_TRAIL_RGBA[:3]))] if self.options.trails else []
+        legend = [("goal path", _rgb(GOAL_TRAIL_RGBA)), ("end-effector path", _rgb(EE_TRAIL_RGBA))] if self.options.trails else []
         return annotate(frame, recording.policy, lines, legend)
+
+
+def _rgb(rgba: tuple[float, ...]) -> tuple[int, int, int]:
+    """An RGBA colour in [0, 1] as 8-bit RGB."""
+    return int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2])
 
 
 def _writer(path: Path, width: int, height: int, fps: int):  # noqa: ANN202 - a started imageio_ffmpeg generator
@@ -392,9 +396,10 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
                 frames = []
                 for j, (recording, path) in enumerate(zip(recordings, paths)):
                     index = min(i, len(recording) - 1)
-                    if drawn[j] is None or drawn[j][0] != index:
-                        drawn[j] = (index, renderer.render(recording, index, camera, path))
-                    frames.append(drawn[j][1])
+                    held = drawn[j]
+                    if held is None or held[0] != index:
+                        held = drawn[j] = (index, renderer.render(recording, index, camera, path))
+                    frames.append(held[1])
                 for j, (writer, frame) in enumerate(zip(writers, frames)):
                     if i < counts[j]:
                         writer.send(np.ascontiguousarray(frame))

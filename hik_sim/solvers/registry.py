@@ -114,7 +114,7 @@ def _robot(robot: str | RobotSpec) -> RobotSpec:
     raise SolverError(f"robot must be a registered robot's name or a RobotSpec, got {robot!r}")  # None was an AttributeError in Chain
 
 
-def _load(network: NetworkArg, robot: RobotSpec, device: str) -> IKNetwork:
+def _load(network: IKNetwork | str | Path, robot: RobotSpec, device: str) -> IKNetwork:
     """``network`` itself, or the checkpoint at that path, checked against the robot."""
     if isinstance(network, (str, Path)):
         from hik_sim.learning.checkpoint import load_checkpoint

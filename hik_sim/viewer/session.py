@@ -171,6 +171,8 @@ class LiveSim:
         base_pos, base_rot = self.scene.base_pose(self.data)  # the base is fixed in the scene
         self._base_pos, self._base_rot, self._base_quat = base_pos, base_rot, _mat_quat(base_rot)
         self.lower, self.upper = np.asarray(robot.lower, dtype=np.float64), np.asarray(robot.upper, dtype=np.float64)
+        self.goal_pos: np.ndarray
+        self.goal_quat: np.ndarray
         self.goal_pos, self.goal_quat = self.scene.ee_pose(self.data)  # start at home: the goal is reached
         self.policy_name = ""
         self.policy: Any = None

@@ -328,7 +328,7 @@ class ViserViewer:
 
 def fusion_markdown(readout: Readout, network_kind: str | None) -> str:
     """The fusion panel's text: a table of weights per block and branch, and each block's temperature."""
-    if readout.fusion_weights is None:
+    if readout.fusion_weights is None or readout.temperature is None:  # both or neither
         kind = f"a network of kind {network_kind} (no attention fusion)" if network_kind else "no network"
         return f"*{readout.policy}* runs on {kind}: no fusion weights."
     lines = ["| block | " + " | ".join(BRANCH_NAMES) + " | τ |", "|---|" + "---|" * (len(BRANCH_NAMES) + 1)]
