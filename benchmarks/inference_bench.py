@@ -4,10 +4,10 @@ What is measured, for every shipped network (``hik_sim/policies/pretrained/index
 target pose per call, on one thread (``torch.set_num_threads(1)``; numba and NumPy run on the
 calling thread):
 
-1. ``torch``: :meth:`IKNetwork.solve <hik_sim.network.IKNetwork.solve>` on (1, 3), (1, 4)
+1. ``torch``: :meth:`IKNetwork.solve <hik_sim.learning.network.IKNetwork.solve>` on (1, 3), (1, 4)
    float32 tensors, the network as shipped. With several answers it includes the choice among
    them (pytorch-kinematics FK of every answer).
-2. ``numba`` / ``numpy``: :meth:`FastIKNetwork.solve <hik_sim.fast_network.FastIKNetwork.solve>`
+2. ``numba`` / ``numpy``: :meth:`FastIKNetwork.solve <hik_sim.learning.fast_network.FastIKNetwork.solve>`
    on (3,), (4,) arrays: input checks, normalisation, the forward pass, clamping into the limits,
    and with several answers the choice among them (one MuJoCo C FK per answer, counted here).
 3. ``numba forward``: :meth:`FastIKNetwork.forward` alone on a normalised (7,) input: the network
@@ -23,7 +23,7 @@ targets cycle over a pool of reachable poses (``make_eval_set``). Median and p95
 Agreement: every path's answers on the pool against the torch network in float64
 (``copy.deepcopy(network).double()``), the largest joint gap [rad or m]. The float32 network
 itself is listed (``torch f32``): it differs from its own float64 forward pass by up to 1e-4 rad,
-which is why the fast paths compute in float64 (see :mod:`hik_sim.fast_network`). A fast path
+which is why the fast paths compute in float64 (see :mod:`hik_sim.learning.fast_network`). A fast path
 passes at 1e-5.
 
 Output: a Markdown table on stdout and ``<out>/inference_bench.json``.
@@ -307,7 +307,7 @@ def machine_info() -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
     parser = argparse.ArgumentParser(prog="inference_bench", description="Batch-1 latency of the shipped networks: "
-                                     "torch against hik_sim.fast_network, with their agreement.")
+                                     "torch against hik_sim.learning.fast_network, with their agreement.")
     parser.add_argument("--networks", nargs="+", default=None, metavar="ROBOT/NAME",
                         help="shipped networks to measure (default: every shipped network)")
     parser.add_argument("--calls", type=int, default=None, help=f"timed calls per path (default {BenchConfig.calls}; --quick {QUICK.calls})")
