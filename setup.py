@@ -38,8 +38,9 @@ setup(
         "jvrc-description==1.1.1",
     ],
     extras_require={
-        # numba: the tests cover fast_network's compiled backend too; viser: the viewer's tests (tests/test_viewer.py)
-        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14"],
+        # numba: the tests cover fast_network's compiled backend too; viser: the viewer's tests (tests/test_viewer.py);
+        # mypy: tests/test_conventions.py checks that it passes (pinned to a minor release: new ones find new things)
+        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14", "mypy>=2.4,<2.5"],
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
         # python -m hik_sim.viewer's web page (viser ships its browser client: works offline)

@@ -1,4 +1,5 @@
-"""The conventions users expect: ``import hik_sim`` registers every environment, torch-free; Gymnasium docstrings."""
+"""The conventions users expect: ``import hik_sim`` registers every environment, torch-free; Gymnasium docstrings;
+the code passes mypy under the settings pyproject.toml records."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +59,17 @@ def test_environment_docstrings_have_gymnasium_sections(name: str) -> None:
     doc = inspect.getdoc({"ReachEnv": ReachEnv, "TrackEnv": TrackEnv}[name])
     headings = [line[3:].strip() for line in doc.splitlines() if line.startswith("## ")]
     assert headings == list(GYMNASIUM_SECTIONS)
+
+
+@pytest.mark.slow  # about 25 s of CPU on a first run (a new clone); under 10 s once .mypy_cache holds the last run
+def test_mypy_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mypy`` from the repository's root (pyproject.toml's [tool.mypy]: the hik_sim package) finds nothing.
+
+    mypy comes with the test extra (``pip install -e ".[test]"``); without it the test is skipped.
+    Its cache is the default ``.mypy_cache`` (git-ignored), shared with a ``mypy`` run by hand, so a
+    later run checks only what changed.
+    """
+    api = pytest.importorskip("mypy.api")
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # where pyproject.toml is
+    stdout, stderr, status = api.run([])
+    assert status == 0, f"mypy reports findings (docs/conventions.md):\n{stdout}{stderr}"
