@@ -1,6 +1,7 @@
-"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp, cycleik}, plus for the
-IRB120 a HarmoAtt-IK with q6 fixed, the hybrid's seed network (HarmoAtt-IK with 4 answers) and the
-hybrid paper's regression DNN in the full joint space and with q6 fixed (regression, regression_q6fixed).
+"""Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp, cycleik,
+harmoatt_4answers (the hybrid's seed and the closed-loop network: HarmoAtt-IK with 4 answers)}, plus
+for the IRB120 a HarmoAtt-IK with q6 fixed and the hybrid paper's regression DNN in the full joint
+space and with q6 fixed (regression, regression_q6fixed).
 
 Each set is trained under the same budget (steps, batch, seed); the MLP's, CycleIK's and the
 regression DNN's sizes are chosen so that their parameter counts match HarmoAtt-IK's for that robot
@@ -20,6 +21,10 @@ Usage::
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --ship runs/train/irb120/harmoatt.pt
+    python -m hik_sim.train --robot g1 --model harmoatt --model-option trunk=dense --model-option hypotheses=4 \
+        --init-from hik_sim/policies/pretrained/g1/harmoatt.pt --batch 256 --lr 3e-3 --minutes 10 --steps 1000000 \
+        --out runs/retrain4/g1/harmoatt_4answers.pt     # then:
+    python scripts/train_pretrained.py --robots g1 --only harmoatt_4answers --ship runs/retrain4/g1/harmoatt_4answers.pt
     python scripts/train_pretrained.py --only cycleik --steps 60000 --minutes 55
     python scripts/train_pretrained.py --robots irb120 --only regression regression_q6fixed --steps 60000 --minutes 55
 
@@ -62,7 +67,8 @@ from hik_sim.robots import get_robot, robot_names
 from hik_sim.learning.train import TrainConfig, train, train_to_checkpoint
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
-SEED_NETWORKS = {"irb120": 4}  # robot → answers of its hybrid seed network, harmoatt_<H>answers
+SEED_NETWORKS = dict.fromkeys(("irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"), 4)
+"""robot → answers of its hybrid seed network, ``harmoatt_<H>answers`` (hik_sim.policies.hybrid_seed_name)."""
 REGRESSION_ROBOTS = ("irb120",)  # the hybrid paper's robot: its regression DNN, full and with q6 fixed
 PAIRED = ("mlp", "cycleik", "regression")  # models that train the steps the robot's HarmoAtt-IK reached (in turn)
 

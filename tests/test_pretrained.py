@@ -59,10 +59,27 @@ def test_irb120_ships_a_fixed_q6_network_and_unknown_names_fail() -> None:
         load_pretrained("nope", "mlp")
 
 
+@pytest.mark.parametrize("robot", list(robot_names()))
+def test_the_seed_network_is_the_four_answer_one_where_shipped_and_no_less_accurate(robot: str) -> None:
+    """hybrid_seed_name's rule, and the reason for it in numbers: on 1,000 test targets (seed 2024) the
+    four-answer network misses by less than the one-answer one, in position and in rotation."""
+    from hik_sim.policies import PRETRAINED_DIR, hybrid_seed_name
+
+    four = (PRETRAINED_DIR / robot / "harmoatt_4answers.pt").is_file()
+    assert hybrid_seed_name(robot) == ("harmoatt_4answers" if four else "harmoatt")
+    if not four:
+        return
+    chain = Chain(robot_by_id(robot))
+    targets = make_eval_set(chain, 2024, 1000)
+    one, seed = (evaluate_network(load_pretrained(robot, name), chain, targets) for name in ("harmoatt", "harmoatt_4answers"))
+    assert seed["pos_mean_mm"] < one["pos_mean_mm"] and seed["rot_mean_deg"] < one["rot_mean_deg"]
+    assert seed["success_5mm_2deg"] > one["success_5mm_2deg"]
+
+
 def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card() -> None:
     from hik_sim.policies import hybrid_seed_name
 
-    assert hybrid_seed_name("irb120") == "harmoatt_4answers" and hybrid_seed_name("panda") == "harmoatt"
+    assert hybrid_seed_name("irb120") == "harmoatt_4answers"
     network = load_pretrained("irb120", "harmoatt_4answers")
     assert network.hypotheses == network.card.hypotheses == 4  # the card predates the field: read from model_options
     chain = Chain(robot_by_id("irb120"))

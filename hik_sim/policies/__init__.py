@@ -24,18 +24,20 @@ def pretrained_names() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
 
 
-HYBRID_SEEDS: dict[str, str] = {"irb120": "harmoatt_4answers"}
-"""Robots whose hybrid solver is seeded by another shipped network than ``harmoatt``."""
+SEED_NETWORKS: tuple[str, ...] = ("harmoatt_4answers", "harmoatt")
+"""The shipped networks that may seed the hybrid solver and serve the ``closed_loop`` policy, in order of preference."""
 
 
 def hybrid_seed_name(robot: str) -> str:
-    """The shipped network that seeds the hybrid solver (network → LM) on ``robot``.
+    """The shipped network that seeds the hybrid solver (network → LM) and is the ``closed_loop`` policy on ``robot``.
 
     ``harmoatt_4answers`` where one is shipped: a HarmoAtt-IK network with four answers per pose,
     whose best answer sits on the right IK branch far more often (it has almost no tail where
-    branches meet) and whose other answers serve as the first restarts; otherwise ``harmoatt``.
+    branches meet), more accurate than the one-answer network on every robot where both are shipped
+    (benchmarks/results/shipped_networks.md), and whose other answers serve as the first restarts;
+    otherwise ``harmoatt``.
     """
-    return HYBRID_SEEDS.get(robot, "harmoatt")
+    return next((name for name in SEED_NETWORKS if (PRETRAINED_DIR / robot / f"{name}.pt").is_file()), "harmoatt")
 
 
 def pretrained_path(robot: str, model: str) -> Path:
