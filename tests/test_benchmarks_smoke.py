@@ -230,14 +230,14 @@ def test_learning_curves_quick_run_trains_every_network_under_one_budget(tmp_pat
 
 def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Path) -> None:
     closed = _load_script("closed_loop")
-    assert closed.main(["--robots", "g1", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
+    assert closed.main(["--robots", "romeo", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
     open_loop, corrected = rows
     assert (open_loop["corrections"], corrected["corrections"]) == (0, 2) and open_loop["fk_per_target"] == 0
     assert 1 <= corrected["fk_per_target"] <= 3
     assert corrected["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
     assert corrected["pos_median_mm"] < open_loop["pos_median_mm"]
-    assert "| g1 | harmoatt | 0 (open loop) |" in (tmp_path / "closed_loop.md").read_text()
+    assert "| romeo | harmoatt | 0 (open loop) |" in (tmp_path / "closed_loop.md").read_text()  # Romeo's seed: one answer
 
 
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:
