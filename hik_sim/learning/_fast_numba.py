@@ -1,4 +1,4 @@
-"""Compiled kernels of :mod:`hik_sim.fast_network` (numba; imported only when numba is installed).
+"""Compiled kernels of :mod:`hik_sim.learning.fast_network` (numba; imported only when numba is installed).
 
 One call runs a whole forward pass. The weights travel as one flat float32 array ``P`` (the torch
 model's own float32 values, unchanged: nothing is folded into them, so nothing is rounded again),
@@ -410,8 +410,8 @@ def harmoatt_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E741, C901
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
 def prepare(N, pos, quat, x, max_distance):  # noqa: ANN001, ANN201
     """The network input x (7,) of one pose, as :meth:`IKNetwork.solve_all
-    <hik_sim.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps, so that
-    a 1e300-long one does not overflow), then :class:`~hik_sim.data.PoseNormalizer`.
+    <hik_sim.learning.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps, so that
+    a 1e300-long one does not overflow), then :class:`~hik_sim.learning.data.PoseNormalizer`.
 
     Returns:
         0, or 1 for a NaN/inf in the pose, 2 for a quaternion of norm below 1e-9, 4 for a position

@@ -3,11 +3,11 @@
 At batch 1 a network's cost is per operation, not per FLOP: torch spends a few µs on each small
 op, and HarmoAtt-IK has hundreds of them (1.35 ms per pose on one thread; the MLP 0.23 ms): more
 than the whole LM solve the network is meant to seed. :class:`FastIKNetwork` extracts the weights
-of an :class:`~hik_sim.network.IKNetwork` once and computes the same function for one pose with
+of an :class:`~hik_sim.learning.network.IKNetwork` once and computes the same function for one pose with
 one of two backends:
 
 - ``numba`` (the extra ``hik_sim[fast]``): the whole forward pass is one compiled call
-  (:mod:`hik_sim._fast_numba`), input checks, normalisation and clamping included. The weights
+  (:mod:`hik_sim.learning._fast_numba`), input checks, normalisation and clamping included. The weights
   stay the torch model's float32 values, every activation and sum is float64 (a float32 weight
   times a float64 activation is exact), so the big matrices cost float32's memory traffic and the
   answer is the float64 forward pass. erf and the gates' exp are branch-free polynomials (within
@@ -29,10 +29,10 @@ both backends agree with it (``copy.deepcopy(network).double()``) to about 1e-12
 float32 model to that model's own rounding.
 
 Several answers (``hypotheses`` > 1) are ranked like :meth:`IKNetwork.rank
-<hik_sim.network.IKNetwork.rank>` (position error / 5 mm + rotation error / 2° of each answer's
+<hik_sim.learning.network.IKNetwork.rank>` (position error / 5 mm + rotation error / 2° of each answer's
 forward kinematics), with float64 forward kinematics of the same chain geometry instead of
 pytorch-kinematics in the network's dtype: compiled (``numba``, about 1 µs for 4 answers) or
-MuJoCo's C functions (:class:`~hik_sim.single_target.SingleTargetKinematics`, a few µs per
+MuJoCo's C functions (:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`, a few µs per
 answer). Answers whose scores differ by less than the network's dtype's rounding may be ordered
 differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
 :meth:`~FastIKNetwork.solve_all`'s cost (one FK per answer, as the solvers count it);
@@ -53,7 +53,7 @@ from hik_sim.errors import HikError, ModelError
 from hik_sim.kinematics.tolerances import rotation_angle
 
 MAX_TARGET_DISTANCE = 1e4
-"""[m]: :data:`hik_sim.network.MAX_TARGET_DISTANCE` (importing it would import torch)."""
+"""[m]: :data:`hik_sim.learning.network.MAX_TARGET_DISTANCE` (importing it would import torch)."""
 
 if TYPE_CHECKING:  # torch is imported by whoever hands us a network
     from hik_sim.learning.network import IKNetwork
@@ -175,7 +175,7 @@ class FastIKNetwork:
         """Extract a network's weights once into a fast forward pass.
 
         Args:
-            network: a trained :class:`~hik_sim.network.IKNetwork` (MLP or HarmoAtt-IK).
+            network: a trained :class:`~hik_sim.learning.network.IKNetwork` (MLP or HarmoAtt-IK).
             kinematics: MuJoCo forward kinematics of the network's robot, to rank several answers;
                 when not given, built from ``network.chain`` (``numpy``), or replaced by a compiled
                 FK of ``network.chain``'s geometry (``numba``). Only used when ``hypotheses`` > 1.
@@ -207,14 +207,17 @@ class FastIKNetwork:
         hypotheses = int(network.hypotheses)
         geometry = None
         if hypotheses > 1:
-            if kinematics is None and network.chain is None:
+            chain = network.chain
+            if kinematics is None and chain is None:
                 raise ModelError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
             if backend == "numba" and kinematics is None:
-                geometry = _flat_geometry(network.chain.geometry)
+                assert chain is not None  # checked above
+                geometry = _flat_geometry(chain.geometry)
             elif kinematics is None:
                 from hik_sim.solvers.single_target import SingleTargetKinematics
 
-                kinematics = SingleTargetKinematics(network.chain.robot, network.chain.geometry)
+                assert chain is not None  # checked above
+                kinematics = SingleTargetKinematics(chain.robot, chain.geometry)
         lower, upper = _limits(network, kinematics)
         free = selection.free_index
         limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
@@ -256,8 +259,8 @@ class FastIKNetwork:
 
     def _input(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         """The network input (7,) of one shape-checked pose, as :meth:`IKNetwork.solve_all
-        <hik_sim.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps: |q|²
-        of a 1e300-long one overflows), then :class:`~hik_sim.data.PoseNormalizer`."""
+        <hik_sim.learning.network.IKNetwork.solve_all>` makes it: the quaternion normalised (in two steps: |q|²
+        of a 1e300-long one overflows), then :class:`~hik_sim.learning.data.PoseNormalizer`."""
         if not (np.isfinite(pos).all() and np.isfinite(quat).all()):
             raise self._bad_pose(1, pos, quat)
         if float(np.abs(pos).max()) > MAX_TARGET_DISTANCE:
@@ -284,7 +287,7 @@ class FastIKNetwork:
 
         Args:
             x: (7,) normalised position (3, in [-1, 1] over the workspace box) and quaternion
-                (4, wxyz, w ≥ 0), as :class:`~hik_sim.data.PoseNormalizer` makes it.
+                (4, wxyz, w ≥ 0), as :class:`~hik_sim.learning.data.PoseNormalizer` makes it.
 
         Returns:
             (H, m) float64 free-joint values [rad or m] of the H answers, unranked, as the model
@@ -346,7 +349,7 @@ class FastIKNetwork:
             quat: (4,) target quaternion, wxyz (any non-zero norm).
 
         Returns:
-            (H,) scores, lower is better (the :data:`~hik_sim.network.CHOICE_TOLERANCE` units), from
+            (H,) scores, lower is better (the :data:`~hik_sim.learning.network.CHOICE_TOLERANCE` units), from
             float64 forward kinematics (compiled on ``numba``, MuJoCo's otherwise).
 
         Raises:
@@ -373,7 +376,7 @@ class FastIKNetwork:
 
     def solve_all(self, pos: Any, quat: Any) -> np.ndarray:
         """Every answer for one pose, the best first, ranked like :meth:`IKNetwork.solve_all
-        <hik_sim.network.IKNetwork.solve_all>`.
+        <hik_sim.learning.network.IKNetwork.solve_all>`.
 
         Args:
             pos: (3,) target position [m] in the base frame.
@@ -419,7 +422,7 @@ class _Parts(NamedTuple):
 
 
 def _flat_geometry(geometry: Any) -> np.ndarray:
-    """A :class:`~hik_sim.geometry.ChainGeometry` as the flat float64 array :func:`hik_sim._fast_numba.scores` reads."""
+    """A :class:`~hik_sim.kinematics.geometry.ChainGeometry` as the flat float64 array :func:`hik_sim.learning._fast_numba.scores` reads."""
     from hik_sim.learning._fast_numba import GEOMETRY_STRIDE
 
     n = len(geometry.joint_names)
@@ -460,7 +463,7 @@ def _f64(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _head(head: Any, post_of_input: float) -> Callable[[np.ndarray], np.ndarray]:
-    """A :class:`~hik_sim.models.common.LimitHead`: features (F,) → (H, m) joint values."""
+    """A :class:`~hik_sim.learning.models.common.LimitHead`: features (F,) → (H, m) joint values."""
     weight, bias = _f64(*_linear(head.linear, post_of_input=post_of_input))
     center, half = _f64(_array(head.center), _array(head.half_range))
     hypotheses = int(head.hypotheses)
@@ -486,15 +489,15 @@ def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     gelus = [m for m in modules if isinstance(m, nn.GELU)]
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules):
         raise ModelError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
-    pre, post, gelu = _gelu_ops(_check_gelus(gelus)) if gelus else (1.0, 1.0, None)
+    if not gelus:  # a trunk without layers: the head alone
+        return _head(model.head, 1.0)
+    pre, post, gelu = _gelu_ops(_check_gelus(gelus))
     layers = []
     scale_in = 1.0
     for linear in linears:
         layers.append(_f64(*_linear(linear, pre=pre, post_of_input=scale_in)))
         scale_in = post
     head = _head(model.head, scale_in)
-    if not layers:
-        return head
     (w0, b0), rest = layers[0], layers[1:]
 
     def forward(x: np.ndarray) -> np.ndarray:
@@ -566,7 +569,7 @@ def _normalise(x: np.ndarray, inv_size: float, eps: float) -> np.ndarray:
 
 def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: float,
                   gelu: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """One :class:`~hik_sim.models.harmoatt.FusionBlock` on a flat map (L·C,) → (L·C,)."""
+    """One :class:`~hik_sim.learning.models.harmoatt.FusionBlock` on a flat map (L·C,) → (L·C,)."""
     from torch import nn
 
     C, L = channels, positions
@@ -805,7 +808,7 @@ _NO_NORM = -2
 
 
 def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
-    """The MLP as one compiled call (:func:`hik_sim._fast_numba.mlp_forward`)."""
+    """The MLP as one compiled call (:func:`hik_sim.learning._fast_numba.mlp_forward`)."""
     from torch import nn
 
     from hik_sim.learning import _fast_numba
@@ -846,7 +849,7 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
 
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
-    """HarmoAtt-IK as one compiled call (:func:`hik_sim._fast_numba.harmoatt_forward`)."""
+    """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._fast_numba.harmoatt_forward`)."""
     from torch import nn
 
     from hik_sim.learning import _fast_numba
@@ -858,7 +861,7 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     head = model.head
     pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
     pos_embed, ori_embed = list(model.pos_embed), list(model.ori_embed)
-    trunk = list(model.trunk_head) if isinstance(model.trunk_head, nn.Sequential) else [model.trunk_head]
+    trunk: list[Any] = list(model.trunk_head) if isinstance(model.trunk_head, nn.Sequential) else [model.trunk_head]
     kinds = [type(m) for m in trunk]
     if kinds == [nn.GELU]:  # the dense trunk: no LayerNorm before the head
         dense_head, head_hidden = True, 0
