@@ -42,7 +42,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -56,7 +56,7 @@ from hik_sim.single_target import STALL_ITERATIONS, STALL_PROGRESS, check_stall
 from hik_sim.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
 
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
-           "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
+           "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
            "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
            "SINGLE_TARGET_RESTARTS"]
 
@@ -369,6 +369,26 @@ class NeuralIK:
         return replace(result, wall_time=elapsed)
 
 
+class LMRun(NamedTuple):
+    """What :meth:`LMRefiner.refine` returns, per target (all (B,) but ``q``).
+
+    Attributes:
+        q: (B, n) answers, inside the joint limits, float64.
+        iterations: LM iterations.
+        fk_evals: FK evaluations (the seed's and one per trial).
+        jac_evals: Jacobian evaluations (where a step started).
+        pos_err: position errors of the answers [m], as the loop measured them.
+        rot_err: rotation errors of the answers [rad].
+    """
+
+    q: torch.Tensor
+    iterations: torch.Tensor
+    fk_evals: torch.Tensor
+    jac_evals: torch.Tensor
+    pos_err: torch.Tensor
+    rot_err: torch.Tensor
+
+
 class LMRefiner:
     """Batched Levenberg–Marquardt from given starting configurations.
 
@@ -429,11 +449,11 @@ class LMRefiner:
         if q_init is None:
             q_init = torch.tensor(self.chain.robot.home, dtype=torch.float64).expand(batch, -1)
         q_init = _check_q_init(q_init, batch, self.chain.dof)
-        q, iterations, fk, jac = self.refine(pos, quat, q_init)
-        return _result(self.chain, q, pos, quat, self.tolerance, iterations, fk, jac, start)
+        run = self.refine(pos, quat, q_init)
+        return _result(self.chain, run.q, pos, quat, self.tolerance, run.iterations, run.fk_evals, run.jac_evals, start)
 
-    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The LM loop on validated float64 targets; returns q, iterations, FK and Jacobian counts (all (B,))."""
+    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
+        """The LM loop on validated float64 targets (B, 3), (B, 4) from ``q`` (B, n)."""
         chain, batch = self.chain, pos.shape[0]
         q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
         if self.backend == "numba" and batch > 0:
@@ -484,7 +504,7 @@ class LMRefiner:
             running[idx] = ~converged[idx]
             if self.stall_iterations and iteration >= self.stall_iterations:
                 running[idx] &= cost[idx] <= (1 - self.stall_progress) * history[idx, iteration - self.stall_iterations]
-        return q, iterations, fk, jac
+        return LMRun(q, iterations, fk, jac, residual[:, :3].norm(dim=-1), residual[:, 3:].norm(dim=-1) / self.rotation_weight)
 
     @staticmethod
     def _bounded_step(hessian: torch.Tensor, gradient: torch.Tensor, lam: torch.Tensor, q: torch.Tensor, lower: torch.Tensor,
@@ -513,7 +533,7 @@ class LMRefiner:
             moving = moving.masked_fill(held, 0.0)
         return step * moving
 
-    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
         from hik_sim._lm_numba import lm_refine_batch
         from hik_sim.fast_network import _flat_geometry
 
@@ -532,7 +552,7 @@ class LMRefiner:
                         np.ascontiguousarray(quat.numpy()), np.ascontiguousarray(q.numpy()), self.rotation_weight, self.damping,
                         self.max_iterations, self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress,
                         out_q, pos_err, rot_err, iterations, fk, jac)
-        return torch.from_numpy(out_q), torch.from_numpy(iterations), torch.from_numpy(fk), torch.from_numpy(jac)
+        return LMRun(*(torch.from_numpy(a) for a in (out_q, iterations, fk, jac, pos_err, rot_err)))
 
 
 class MultistartIK:
@@ -591,34 +611,31 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
     best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
-    best_cost = torch.full((batch,), math.inf, dtype=torch.float64)
+    best_pos_err = torch.full((batch,), math.inf, dtype=torch.float64)
+    best_rot_err = torch.full((batch,), math.inf, dtype=torch.float64)
     solved = torch.zeros(batch, dtype=torch.bool)
     iterations = torch.zeros(batch, dtype=torch.int64)
     fk = torch.zeros(batch, dtype=torch.int64)
     jac = torch.zeros(batch, dtype=torch.int64)
+    weight = refiner.rotation_weight
     for round_index in range(rounds):
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
         given = first is not None and round_index < first.shape[1]
         seeds = first[idx, round_index] if given else _random_configurations(chain, idx.numel(), rng)
-        q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
-        pose = chain.fk(q)
-        pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
-        cost = pos_err + refiner.rotation_weight * rot_err
-        improved = cost < best_cost[idx]
-        best_q[idx[improved]] = q[improved]
-        best_cost[idx[improved]] = cost[improved]
+        run = refiner.refine(pos[idx], quat[idx], seeds)  # its errors come with it: no FK here
+        improved = run.pos_err + weight * run.rot_err < best_pos_err[idx] + weight * best_rot_err[idx]
+        chosen = idx[improved]
+        best_q[chosen], best_pos_err[chosen], best_rot_err[chosen] = run.q[improved], run.pos_err[improved], run.rot_err[improved]
         # Exact targets are done; one that met the success tolerance in a local minimum (often
         # pinned at a joint limit) short of exact is not, and gets another seed.
         if stop_early:
-            solved[idx] |= finish.met(pos_err, rot_err)
-        iterations[idx] += it
-        fk[idx] += f
-        jac[idx] += j
-    pose = chain.fk(best_q)
-    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
-    return IKResult(best_q, pos_err, rot_err, refiner.tolerance.met(pos_err, rot_err), iterations, fk, jac)
+            solved[idx] = finish.met(best_pos_err[idx], best_rot_err[idx])
+        iterations[idx] += run.iterations
+        fk[idx] += run.fk_evals
+        jac[idx] += run.jac_evals
+    return IKResult(best_q, best_pos_err, best_rot_err, refiner.tolerance.met(best_pos_err, best_rot_err), iterations, fk, jac)
 
 
 RESTARTS = 49

@@ -13,6 +13,7 @@ from hik_sim.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics import Chain
 from hik_sim.network import IKNetwork
+from hik_sim.rotations import position_error, rotation_error
 from hik_sim.solvers import _restarts
 from hik_sim.solvers import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance, check_targets,
                              restart_rng, rotation_residual)
@@ -72,15 +73,19 @@ def test_function_evaluation_counts_are_exact(irb120: Chain, monkeypatch: pytest
     starts = irb120.clamp(targets.q + 0.8 * torch.randn(50, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64))
     monkeypatch.setattr(Chain, "fk", counting_fk)
     monkeypatch.setattr(Chain, "jacobian", counting_jacobian)
-    q, iterations, fk, jac = LMRefiner(irb120, backend="torch").refine(targets.pos, targets.quat, starts)
+    q, iterations, fk, jac, pos_err, _ = LMRefiner(irb120, backend="torch").refine(targets.pos, targets.quat, starts)
     assert int(fk.sum()) == sum(fk_rows) and int(jac.sum()) == sum(jac_rows)  # every evaluation is counted, once
     assert torch.equal(fk, iterations + 1)  # the seed's FK and one per trial
     assert bool((jac >= 1).all()) and int(jac.sum()) < int(fk.sum())  # a Jacobian only where a step starts
     # the compiled loop (which never calls Chain) takes the same steps and counts them the same
     monkeypatch.undo()
     compiled = LMRefiner(irb120, backend="numba").refine(targets.pos, targets.quat, starts)
-    assert torch.equal(compiled[1], iterations) and torch.equal(compiled[2], fk) and torch.equal(compiled[3], jac)
-    assert torch.allclose(compiled[0], q, atol=1e-6)
+    assert torch.equal(compiled.iterations, iterations) and torch.equal(compiled.fk_evals, fk) and torch.equal(compiled.jac_evals, jac)
+    assert torch.allclose(compiled.q, q, atol=1e-6) and torch.allclose(compiled.pos_err, pos_err, atol=1e-9)
+    # the errors the loop reports are the answers' errors
+    reached = irb120.fk(compiled.q)
+    assert torch.allclose(compiled.pos_err, position_error(reached.pos, targets.pos), atol=1e-12)
+    assert torch.allclose(compiled.rot_err, rotation_error(reached.quat, targets.quat), atol=1e-9)
     # a seed that is already converged costs one FK and no Jacobian
     exact = LMRefiner(irb120).solve(targets.pos[:3], targets.quat[:3], targets.q[:3])
     assert exact.fk_evals.tolist() == [1, 1, 1] and exact.jac_evals.tolist() == [0, 0, 0]
