@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import statistics
 import sys
@@ -209,6 +210,14 @@ def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object
     return _single("scipy least_squares multistart (≤ 10)", chain, sub, solve)
 
 
+def _load() -> float | None:
+    """The 1-minute load average when the run ends (how busy the machine was), or None where unknown."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def _fmt(value: object, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
@@ -253,9 +262,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-targets", type=int, default=300, help="targets for the single-target peers (default 300)")
     parser.add_argument("--no-peers", action="store_true", help="skip part 2")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for torch and the compiled LM (default: as the libraries start, all cores)")
     args = parser.parse_args(argv)
     if args.targets < 1 or args.peer_targets < 1:
         parser.error("--targets and --peer-targets must be at least 1")
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be at least 1")
+        torch.set_num_threads(args.threads)
+        try:
+            import numba
+
+            numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+        except ImportError:
+            pass
     try:
         robots = [get_robot(n) for n in robot_names()] if args.all else [robot_from_args(args)]
     except HikError as exc:
@@ -272,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = "ik_all" if args.all else f"ik_{robots[0].name}"
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "targets": args.targets,
+              "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "load_average_1min": _load(), "targets": args.targets,
               "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows}
     (args.out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     (args.out / f"{stem}.md").write_text(text)
