@@ -1,7 +1,7 @@
 """The network alone, open loop and closed on its own error, on every robot's fixed test targets.
 
-Per robot, the network the ``closed_loop`` policy uses (the hybrid's seed:
-``hik_sim.policies.hybrid_seed_name``) answers 10,000 test targets (seed 2024) through
+Per robot, the network the ``closed_loop`` policy uses (the four-answer network where one is shipped:
+``hik_sim.policies.closed_loop_network_name``) answers 10,000 test targets (seed 2024) through
 :class:`~hik_sim.solvers.ik.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
 goal-shift corrections. No least-squares solver is involved; every FK is counted (the choice
 among several answers included). Reported: mean / median position [mm] and rotation [°] error,
@@ -30,7 +30,7 @@ import torch
 
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
-from hik_sim.policies import hybrid_seed_name
+from hik_sim.policies import closed_loop_network_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.registry import make_solver
 from hik_sim.solvers.ik import CLOSED_LOOP_CORRECTIONS, NeuralIK
@@ -42,7 +42,7 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list
     """One row per number of corrections."""
     robot = get_robot(robot_name)
     policy = make_solver("closed_loop", robot)  # the closed_loop policy: its network, with K = CLOSED_LOOP_CORRECTIONS
-    chain, network, name = policy.chain, policy.network, hybrid_seed_name(robot_name)
+    chain, network, name = policy.chain, policy.network, closed_loop_network_name(robot_name)
     batch = make_eval_set(chain, TEST_SEED, targets).batch
     rows = []
     for k in corrections:

@@ -1,5 +1,5 @@
 """Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp, cycleik,
-harmoatt_4answers (the hybrid's seed and the closed-loop network: HarmoAtt-IK with 4 answers)}, plus
+harmoatt_4answers (the closed-loop network, on the IRB120 also the hybrid's seed: HarmoAtt-IK with 4 answers)}, plus
 for the IRB120 a HarmoAtt-IK with q6 fixed and the hybrid paper's regression DNN in the full joint
 space and with q6 fixed (regression, regression_q6fixed).
 
@@ -68,7 +68,7 @@ from hik_sim.learning.train import TrainConfig, train, train_to_checkpoint
 
 FIXED_Q6 = {"irb120": (("joint_6", 0.0),)}
 SEED_NETWORKS = dict.fromkeys(("irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"), 4)
-"""robot → answers of its hybrid seed network, ``harmoatt_<H>answers`` (hik_sim.policies.hybrid_seed_name)."""
+"""robot → answers of its closed-loop network, ``harmoatt_<H>answers`` (hik_sim.policies.closed_loop_network_name)."""
 REGRESSION_ROBOTS = ("irb120",)  # the hybrid paper's robot: its regression DNN, full and with q6 fixed
 PAIRED = ("mlp", "cycleik", "regression")  # models that train the steps the robot's HarmoAtt-IK reached (in turn)
 

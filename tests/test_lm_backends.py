@@ -50,7 +50,7 @@ def test_compiled_lm_takes_the_same_steps_as_the_mujoco_path(robot: str) -> None
         start = np.clip(targets.q[i].numpy() + rng.normal(0, 0.3, chain.dof), spec.lower, spec.upper)
         a = compiled.refine(targets.pos[i].numpy(), targets.quat[i].numpy(), start)
         b = reference.refine(targets.pos[i].numpy(), targets.quat[i].numpy(), start)
-        assert (a.iterations, a.evals) == (b.iterations, b.evals)
+        assert (a.iterations, a.evals, a.jac_evals) == (b.iterations, b.evals, b.jac_evals)
         assert np.allclose(a.q, b.q, atol=1e-4) and abs(a.pos_err - b.pos_err) < 1e-6
         assert np.all(a.q >= spec.lower) and np.all(a.q <= spec.upper)
         converged += a.pos_err < 1e-6 and a.rot_err < 1e-6
@@ -78,6 +78,7 @@ def test_batched_lm_backends_agree_and_hold_fixed_joints(robot: str) -> None:
         compiled = LMRefiner(chain, selection=sel, backend="numba").solve(targets.pos, targets.quat, start)
         reference = LMRefiner(chain, selection=sel, backend="torch").solve(targets.pos, targets.quat, start)
         assert torch.equal(compiled.iterations, reference.iterations) and torch.equal(compiled.fk_evals, reference.fk_evals)
+        assert torch.equal(compiled.jac_evals, reference.jac_evals)
         assert torch.equal(compiled.success, reference.success)
         assert torch.allclose(compiled.q, reference.q, atol=1e-6)
         if sel is not None:  # (the targets were made with that joint free: most are out of reach now)

@@ -177,8 +177,9 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     network answer → LM with no restarts, and Conventional-Multistart-10 as 10 random starts of
     the same LM that all run, the best kept. Then our variants, each named for what it is: the
     cycle-trained HarmoAtt-IK (full, q6 fixed, several answers), the paper's hybrid on it, our
-    hybrid (the seed network of :func:`~hik_sim.policies.hybrid_seed_name`, its other answers and
-    9 random restarts) and our multistart-10 (a target stops at its first converged start).
+    hybrid (the seed network of :func:`~hik_sim.policies.hybrid_seed_name`, then its other answers
+    and random restarts, :data:`~hik_sim.solvers.RESTARTS` in all, for targets short of exact) and
+    our multistart-10 (a target stops at its first exact start).
     Every FK a solver spends counts, including choosing among a network's answers.
 
     Returns:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from hik_sim.errors import HikError
 
-__all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained"]
+__all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
+           "closed_loop_network_name"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -24,20 +25,32 @@ def pretrained_names() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
 
 
-SEED_NETWORKS: tuple[str, ...] = ("harmoatt_4answers", "harmoatt")
-"""The shipped networks that may seed the hybrid solver and serve the ``closed_loop`` policy, in order of preference."""
+HYBRID_SEEDS: dict[str, str] = {"irb120": "harmoatt_4answers"}
+"""Robots whose hybrid solver is seeded by another shipped network than ``harmoatt``."""
 
 
 def hybrid_seed_name(robot: str) -> str:
-    """The shipped network that seeds the hybrid solver (network → LM) and is the ``closed_loop`` policy on ``robot``.
+    """The shipped network that seeds the hybrid solver (network → LM) on ``robot``.
 
-    ``harmoatt_4answers`` where one is shipped: a HarmoAtt-IK network with four answers per pose,
-    whose best answer sits on the right IK branch far more often (it has almost no tail where
-    branches meet), more accurate than the one-answer network on every robot where both are shipped
-    (benchmarks/results/shipped_networks.md), and whose other answers serve as the first restarts;
-    otherwise ``harmoatt``.
+    ``harmoatt_4answers`` on the IRB120: a HarmoAtt-IK network with four answers per pose, whose best
+    answer sits on the right IK branch far more often and whose other answers serve as the first
+    restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: on the G1
+    its other answers, tried first as restarts, cost the hybrid more evaluations than random
+    restarts (54.7 against about 33 a target on 400 targets, ``tests/test_solvers.py``), so the
+    hybrid keeps the seed its figures were measured with.
     """
-    return next((name for name in SEED_NETWORKS if (PRETRAINED_DIR / robot / f"{name}.pt").is_file()), "harmoatt")
+    return HYBRID_SEEDS.get(robot, "harmoatt")
+
+
+def closed_loop_network_name(robot: str) -> str:
+    """The shipped network of the ``closed_loop`` policy (the network alone, closed on its own error) on ``robot``.
+
+    ``harmoatt_4answers`` wherever one is shipped (every registered robot but Romeo): on the test set
+    the more accurate network on each of those robots (``tests/test_pretrained.py`` checks it), and
+    without a least-squares solver the network's accuracy is all there is; else the hybrid's seed.
+    """
+    four = PRETRAINED_DIR / robot / "harmoatt_4answers.pt"
+    return "harmoatt_4answers" if four.is_file() else hybrid_seed_name(robot)
 
 
 def pretrained_path(robot: str, model: str) -> Path:

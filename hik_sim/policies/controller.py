@@ -80,7 +80,7 @@ class IKController:
             robot: registered robot name, or any :class:`~hik_sim.robots.RobotSpec` (a URDF robot
                 too: ``lm``, ``multistart`` and ``dm_control`` need no network).
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
-                hybrid's seed network closed on its own error by
+                closed-loop network, ``closed_loop_network_name``, closed on its own error by
                 :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
                 least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped
                 network alone, open loop, where shipped for the robot; so is any other network shipped

@@ -1,14 +1,18 @@
 """Compiled single-target Levenberg–Marquardt (numba): FK, geometric Jacobian and the LM loop of
-:class:`hik_sim.single_target.SingleTargetLM` in one call, without Python between iterations.
+:class:`hik_sim.solvers.single_target.SingleTargetLM` in one call, without Python between iterations.
 
-The chain geometry ``G`` is the flat float64 array of :func:`hik_sim.fast_network._flat_geometry`
+The chain geometry ``G`` is the flat float64 array of :func:`hik_sim.learning.fast_network._flat_geometry`
 (per joint: origin rotation (9), origin translation (3), axis (3), revolute flag (1); then the tool
 rotation (9) and translation (3)). The method is the one the MuJoCo path runs, step for step: a 6-D
 residual (position [m]; the axis-angle vector of the rotation still to go [rad] times the rotation
-weight), the Gauss–Newton step damped by λ·(diag(JᵀJ) + 1e-9), every trial projected onto the
-joint limits, λ ÷ 3 after an accepted trial and × 4 after a rejected one, stop once within the
-stop thresholds. Importing this module needs numba; :mod:`hik_sim.single_target` falls back to
-MuJoCo's kinematics where numba is missing.
+weight), the Gauss–Newton step damped by λ·(diag(JᵀJ) + 1e-9) and bounded at active limits (a joint
+at a limit that the step would push beyond it is held, its row and column dropped, and the step
+solved again for the others), every trial projected onto the joint limits, λ ÷ 3 after an accepted
+trial and × 4 after a rejected one, stop once within the stop thresholds or once stalled (the cost
+above ``stall_ratio`` times its value ``stall_window`` iterations before). FK is evaluated at every
+trial, the Jacobian only where a step starts from (the seed, and an accepted trial that is neither
+converged nor the last), and both are counted. Importing this module needs numba;
+:mod:`hik_sim.solvers.single_target` falls back to MuJoCo's kinematics where numba is missing.
 """
 
 from __future__ import annotations
@@ -28,12 +32,20 @@ def fk_jacobian(G, q, pos, quat, jac):  # noqa: ANN001, ANN201
     """End-effector position ``pos`` (3,), unit quaternion ``quat`` (4,) wxyz (w ≥ 0) and geometric
     Jacobian ``jac`` (6, n) (linear rows, then angular) of configuration ``q`` (n,), written in place."""
     n = q.shape[0]
+    origins, axes = np.empty((n, 3)), np.empty((n, 3))
+    _forward(G, q, pos, quat, origins, axes)
+    _jacobian(G, pos, origins, axes, jac)
+
+
+@njit(cache=True, boundscheck=False)
+def _forward(G, q, pos, quat, origins, axes):  # noqa: ANN001, ANN202
+    """FK of ``q`` (n,): ``pos`` (3,), ``quat`` (4,) wxyz (w ≥ 0), and per joint its origin ``origins``
+    (n, 3) [m] and unit axis ``axes`` (n, 3) in the base frame, which :func:`_jacobian` needs."""
+    n = q.shape[0]
     R = np.eye(3)
     M = np.empty((3, 3))
     O = np.empty((3, 3))
     p = np.zeros(3)
-    origins = np.empty((n, 3))
-    axes = np.empty((n, 3))
     for i in range(n):
         g = GEOMETRY_STRIDE * i
         for r in range(3):
@@ -63,7 +75,12 @@ def fk_jacobian(G, q, pos, quat, jac):  # noqa: ANN001, ANN201
         for s in range(3):
             M[r, s] = R[r, 0] * G[tool + s] + R[r, 1] * G[tool + 3 + s] + R[r, 2] * G[tool + 6 + s]
     _matrix_quaternion(M, quat)
-    for i in range(n):
+
+
+@njit(cache=True, boundscheck=False)
+def _jacobian(G, pos, origins, axes, jac):  # noqa: ANN001, ANN202
+    """Geometric Jacobian ``jac`` (6, n) from :func:`_forward`'s end-effector position, origins and axes."""
+    for i in range(origins.shape[0]):
         if G[GEOMETRY_STRIDE * i + 15] != 0.0:  # z × (p_ee − p_i), z
             dx, dy, dz = pos[0] - origins[i, 0], pos[1] - origins[i, 1], pos[2] - origins[i, 2]
             zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
@@ -123,49 +140,61 @@ def _residual(pos, quat, target_pos, target_quat, weight, out):  # noqa: ANN001,
 
 @njit(cache=True, boundscheck=False)
 def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN201
-              stop_rotation, out_q):
+              stop_rotation, stall_window, stall_ratio, out_q):
     """Refine ``q`` (n,) towards the target; the answer goes into ``out_q`` (n,).
 
     Returns:
-        (position error [m], rotation error [rad], iterations, FK-and-Jacobian evaluations).
+        (position error [m], rotation error [rad], iterations, FK evaluations, Jacobian evaluations).
     """
     return _refine(G, lower, upper, np.ones(q.shape[0]), target_pos, target_quat, q, rotation_weight, damping, max_iterations,
-                   stop_position, stop_rotation, out_q)
+                   stop_position, stop_rotation, stall_window, stall_ratio, out_q)
 
 
 @njit(cache=True, boundscheck=False, parallel=True)
 def lm_refine_batch(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
-                    stop_position, stop_rotation, out_q, out_pos_err, out_rot_err, out_iterations, out_evals):
+                    stop_position, stop_rotation, stall_window, stall_ratio, out_q, out_pos_err, out_rot_err, out_iterations,
+                    out_fk_evals, out_jac_evals):
     """:func:`lm_refine` for B targets (B, 3), (B, 4) from ``q`` (B, n), in parallel over the targets;
     ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``."""
     for b in prange(target_pos.shape[0]):
-        pos_err, rot_err, iterations, evals = _refine(G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight,
-                                                      damping, max_iterations, stop_position, stop_rotation, out_q[b])
-        out_pos_err[b], out_rot_err[b], out_iterations[b], out_evals[b] = pos_err, rot_err, iterations, evals
+        pos_err, rot_err, iterations, fk_evals, jac_evals = _refine(
+            G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight, damping, max_iterations, stop_position,
+            stop_rotation, stall_window, stall_ratio, out_q[b])
+        out_pos_err[b], out_rot_err[b], out_iterations[b] = pos_err, rot_err, iterations
+        out_fk_evals[b], out_jac_evals[b] = fk_evals, jac_evals
 
 
 @njit(cache=True, boundscheck=False)
 def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN202
-            stop_rotation, out_q):
+            stop_rotation, stall_window, stall_ratio, out_q):
+    """The LM loop of one target (see the module's docstring); ``stall_window`` 0 never stops for a stall."""
     n = q.shape[0]
     for i in range(n):
         out_q[i] = min(max(q[i], lower[i]), upper[i])
-    pos, quat = np.empty(3), np.empty(4)
-    trial_pos, trial_quat = np.empty(3), np.empty(4)
-    jac, trial_jac = np.empty((6, n)), np.empty((6, n))
+    pos, quat, origins, axes = np.empty(3), np.empty(4), np.empty((n, 3)), np.empty((n, 3))
+    trial_pos, trial_quat, trial_origins, trial_axes = np.empty(3), np.empty(4), np.empty((n, 3)), np.empty((n, 3))
+    jac = np.empty((6, n))
     residual, trial_residual = np.empty(6), np.empty(6)
     weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
     weighted = np.empty((6, n))
     hessian = np.empty((n, n))
+    system = np.empty((n, n))
     gradient = np.empty(n)
+    moving = np.empty(n)
     trial = np.empty(n)
-    fk_jacobian(G, out_q, pos, quat, jac)
-    evals, iterations, lam = 1, 0, damping
+    history = np.empty(max_iterations + 1)  # the cost after each iteration
+    _forward(G, out_q, pos, quat, origins, axes)
+    fk_evals, jac_evals, iterations, lam = 1, 0, 0, damping
     cost, pos_err, rot_err = _residual(pos, quat, target_pos, target_quat, rotation_weight, residual)
-    while iterations < max_iterations and not (pos_err < stop_position and rot_err < stop_rotation):
+    history[0] = cost
+    converged = pos_err < stop_position and rot_err < stop_rotation
+    if not converged and max_iterations > 0:
+        _jacobian(G, pos, origins, axes, jac)
+        jac_evals += 1
+    while iterations < max_iterations and not converged:
         for k in range(6):
             for i in range(n):
-                weighted[k, i] = jac[k, i] * weights[k] * free[i]  # a fixed joint's column is zero: it never moves
+                weighted[k, i] = jac[k, i] * weights[k]
         for i in range(n):
             acc = 0.0
             for k in range(6):
@@ -177,24 +206,45 @@ def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, 
                     acc += weighted[k, i] * weighted[k, j]
                 hessian[i, j] = acc
                 hessian[j, i] = acc
-        system = hessian.copy()
         for i in range(n):
-            system[i, i] += lam * (hessian[i, i] + 1e-9)
-        step = np.linalg.solve(system, gradient)
+            moving[i] = free[i]
+        # the step of the joints that can move: a joint at a limit that the step would push beyond it
+        # is held (its column dropped) and the step solved again for the others
+        for _ in range(n):
+            for i in range(n):
+                for j in range(n):
+                    system[i, j] = hessian[i, j] * moving[i] * moving[j]
+                system[i, i] += lam * (hessian[i, i] * moving[i] + 1e-9)
+                gradient_i = gradient[i] * moving[i]
+                trial[i] = gradient_i
+            step = np.linalg.solve(system, trial)
+            held = False
+            for i in range(n):
+                if moving[i] != 0.0 and ((out_q[i] <= lower[i] and step[i] < 0.0) or (out_q[i] >= upper[i] and step[i] > 0.0)):
+                    moving[i] = 0.0
+                    held = True
+            if not held:
+                break
         for i in range(n):
-            trial[i] = min(max(out_q[i] + free[i] * step[i], lower[i]), upper[i])
-        fk_jacobian(G, trial, trial_pos, trial_quat, trial_jac)
-        evals += 1
+            trial[i] = min(max(out_q[i] + moving[i] * step[i], lower[i]), upper[i])
+        _forward(G, trial, trial_pos, trial_quat, trial_origins, trial_axes)
+        fk_evals += 1
         iterations += 1
         trial_cost, trial_pos_err, trial_rot_err = _residual(trial_pos, trial_quat, target_pos, target_quat, rotation_weight,
                                                              trial_residual)
-        if trial_cost < cost:
+        if trial_cost < (1.0 - 1e-12) * cost:  # a decrease beyond rounding (the backends agree on every decision)
             for i in range(n):
                 out_q[i] = trial[i]
-            jac[:, :] = trial_jac
             residual[:] = trial_residual
             cost, pos_err, rot_err = trial_cost, trial_pos_err, trial_rot_err
             lam = max(lam / 3.0, 1e-12)
+            converged = pos_err < stop_position and rot_err < stop_rotation
+            if not converged and iterations < max_iterations:  # the next step needs the Jacobian here
+                _jacobian(G, trial_pos, trial_origins, trial_axes, jac)
+                jac_evals += 1
         else:
             lam = min(lam * 4.0, 1e8)
-    return pos_err, rot_err, iterations, evals
+        history[iterations] = cost
+        if stall_window > 0 and iterations >= stall_window and cost > stall_ratio * history[iterations - stall_window]:
+            break
+    return pos_err, rot_err, iterations, fk_evals, jac_evals

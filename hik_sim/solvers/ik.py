@@ -1,18 +1,19 @@
 """IK solvers behind one interface, the :class:`IKSolver` protocol: a ``chain`` and
 ``solve(target_pos, target_quat, q_init=None) → IKResult`` (an immutable :class:`IKResult`).
 Solvers with a fast single-pose entry also satisfy :class:`SingleTargetSolver` (``solve_one``).
-:func:`hik_sim.solver_registry.make_solver` builds any of them from a name.
+:func:`hik_sim.solvers.registry.make_solver` builds any of them from a name.
 
 - :class:`NeuralIK` — a trained network, no refinement.
 - :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
-  analytic Jacobian of :class:`~hik_sim.kinematics.Chain`: Marquardt-scaled adaptive damping per
-  target, joint limits enforced at every step (projection), per-target early exit, and per-target
-  counts of FK and Jacobian evaluations.
+  analytic Jacobian of :class:`~hik_sim.kinematics.chain.Chain`: Marquardt-scaled adaptive damping per
+  target, steps bounded at active joint limits (then projected), per-target early exit on
+  convergence or on a stall, and per-target counts of FK and Jacobian evaluations (the Jacobian
+  only where a step starts).
 - :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
   round after round, for the targets not yet converged, up to N seeds.
 - :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
-  tracking) seeds LM; targets it leaves unconverged (a local minimum, often at a joint limit) get
-  restarts — the network's other answers when it has several hypotheses, then random
+  tracking) seeds LM; targets it leaves short of exact (a local minimum, often at a joint limit)
+  get restarts — the network's other answers when it has several hypotheses, then random
   configurations — so its success is never below multistart's with as many restarts.
 - :class:`SingleTargetIK` — one target a call on MuJoCo's C kinematics (network seed → LM): the
   control-rate path, with ``solve_one`` for a single pose.
@@ -36,12 +37,13 @@ targets (see there), so no solver's success depends on replaying its targets' co
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -49,13 +51,15 @@ import torch
 from hik_sim.learning.data import JointSelection
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain, Pose
-from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
 from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
-from hik_sim.kinematics.tolerances import REPORT_TOLERANCES, Tolerance
+from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
+from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
+from hik_sim.solvers.single_target import STALL_ITERATIONS, STALL_PROGRESS, LMAnswer, check_stall
 
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
-           "NeuralIK", "LMRefiner", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
-           "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES"]
+           "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
+           "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
+           "SINGLE_TARGET_RESTARTS"]
 
 RESTART_STREAM = 0x1C5EED
 """The spawn key that sets solvers' random restarts apart from every target stream (see :func:`restart_rng`)."""
@@ -65,7 +69,7 @@ def restart_rng(seed: int) -> np.random.Generator:
     """The random stream of a solver's restarts: numpy's PCG64 on ``SeedSequence(seed, spawn_key=(RESTART_STREAM,))``.
 
     Targets and training data come from torch's Mersenne Twister seeded with the plain integer
-    (:func:`~hik_sim.data.make_eval_set`, :class:`~hik_sim.data.FKStream`), and the environments'
+    (:func:`~hik_sim.learning.data.make_eval_set`, :class:`~hik_sim.learning.data.FKStream`), and the environments'
     goals from PCG64 on ``SeedSequence(seed)`` (gymnasium's ``np_random``). This stream is another
     generator than the first and, through its spawn key, another entropy pool than the second, so
     whatever the two seeds, restarts never replay the configurations that made the targets (with
@@ -155,13 +159,16 @@ class IKResult:
 @runtime_checkable
 class IKSolver(Protocol):
     """The one solver interface: every solver in this module, and whatever
-    :func:`hik_sim.solver_registry.make_solver` builds, satisfies it.
+    :func:`hik_sim.solvers.registry.make_solver` builds, satisfies it.
 
     Attributes:
-        chain: the robot's :class:`~hik_sim.kinematics.Chain` the solver answers for.
+        chain: the robot's :class:`~hik_sim.kinematics.chain.Chain` the solver answers for.
     """
 
-    chain: Chain
+    @property
+    def chain(self) -> Chain:
+        """The robot's chain."""
+        ...
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Configurations for targets (B, 3) [m], (B, 4) wxyz, optionally from ``q_init`` (B, n)."""
@@ -181,11 +188,11 @@ class SingleTargetSolver(IKSolver, Protocol):
 
 
 def check_targets(target_pos: torch.Tensor, target_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validated float64 CPU copies of targets, quaternions normalised (:func:`hik_sim.network.as_targets`).
+    """Validated float64 CPU copies of targets, quaternions normalised (:func:`hik_sim.learning.network.as_targets`).
 
     Raises:
         HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, or a position beyond
-            :data:`~hik_sim.network.MAX_TARGET_DISTANCE` (10 km) from the base.
+            :data:`~hik_sim.learning.network.MAX_TARGET_DISTANCE` (10 km) from the base.
     """
     return as_targets(target_pos, target_quat)
 
@@ -240,7 +247,7 @@ class NeuralIK:
     the H that each network call spends choosing among them.
 
     Args:
-        network: the trained :class:`~hik_sim.network.IKNetwork`.
+        network: the trained :class:`~hik_sim.learning.network.IKNetwork`.
         chain: the robot's chain (for the corrections and for reporting errors).
         tolerance: success criterion.
         corrections: K, goal-shift corrections per target (0: the network alone).
@@ -306,7 +313,7 @@ class NeuralIK:
         return replace(result, wall_time=elapsed)
 
     def _fast_path(self) -> bool:
-        """Build the batch-1 path once: :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs a pose,
+        """Build the batch-1 path once: :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs a pose,
         where torch at batch 1 costs about a millisecond) and MuJoCo's FK of one configuration.
         False for a network the fast forward pass does not cover (torch then answers)."""
         if self._fast is None:
@@ -366,6 +373,26 @@ class NeuralIK:
         return replace(result, wall_time=elapsed)
 
 
+class LMRun(NamedTuple):
+    """What :meth:`LMRefiner.refine` returns, per target (all (B,) but ``q``).
+
+    Attributes:
+        q: (B, n) answers, inside the joint limits, float64.
+        iterations: LM iterations.
+        fk_evals: FK evaluations (the seed's and one per trial).
+        jac_evals: Jacobian evaluations (where a step started).
+        pos_err: position errors of the answers [m], as the loop measured them.
+        rot_err: rotation errors of the answers [rad].
+    """
+
+    q: torch.Tensor
+    iterations: torch.Tensor
+    fk_evals: torch.Tensor
+    jac_evals: torch.Tensor
+    pos_err: torch.Tensor
+    rot_err: torch.Tensor
+
+
 class LMRefiner:
     """Batched Levenberg–Marquardt from given starting configurations.
 
@@ -375,10 +402,14 @@ class LMRefiner:
         stop: convergence criterion: a target stops iterating once within it (default 1 µm and
             1e-6 rad, far inside the success criterion, so successes are exact).
         max_iterations: iteration cap per target.
+        stall_iterations: a target also stops once its cost fell by less than ``stall_progress``
+            (a fraction) over the last ``stall_iterations`` iterations: a local minimum, where a
+            restart spends evaluations better (0: no stall test).
+        stall_progress: see ``stall_iterations``.
         rotation_weight: weight of the rotation residual [m/rad].
         damping: initial Marquardt damping λ.
         selection: joints held fixed (they do not move).
-        backend: ``numba`` (each target's loop compiled, :func:`hik_sim._lm_numba.lm_refine_batch`,
+        backend: ``numba`` (each target's loop compiled, :func:`hik_sim.solvers._lm_numba.lm_refine_batch`,
             the targets in parallel over the CPU's cores; needs the ``fast`` extra), ``torch`` (the
             batch as tensors, one iteration for all active targets at a time) or ``auto``: numba
             when installed. The same method and counts; the answers agree to rounding.
@@ -389,13 +420,15 @@ class LMRefiner:
 
     def __init__(self, chain: Chain, tolerance: Tolerance | None = None, stop: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, damping: float = 1e-3,
-                 selection: JointSelection | None = None, backend: str = "auto") -> None:
+                 selection: JointSelection | None = None, backend: str = "auto", stall_iterations: int = STALL_ITERATIONS,
+                 stall_progress: float = STALL_PROGRESS) -> None:
         from hik_sim.learning.fast_network import numba_available
 
         if max_iterations < 1 or not rotation_weight > 0 or not damping > 0:
             raise SolverError("max_iterations must be >= 1 and rotation_weight, damping positive")
         if backend not in ("auto", "numba", "torch"):
             raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, torch")
+        check_stall(stall_iterations, stall_progress)
         if backend == "numba" and not numba_available():
             raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='torch')")
         self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "torch"
@@ -406,6 +439,7 @@ class LMRefiner:
         self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
         self.selection = selection or JointSelection(chain.joint_names, {})
         self.free = torch.tensor(self.selection.free_index)
+        self.stall_iterations, self.stall_progress = stall_iterations, stall_progress
 
     def _cost_and_residual(self, pose: Pose, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         residual = torch.cat((pos - pose.pos, self.rotation_weight * rotation_residual(pose.quat, quat)), dim=-1)
@@ -419,51 +453,91 @@ class LMRefiner:
         if q_init is None:
             q_init = torch.tensor(self.chain.robot.home, dtype=torch.float64).expand(batch, -1)
         q_init = _check_q_init(q_init, batch, self.chain.dof)
-        q, iterations, fk, jac = self.refine(pos, quat, q_init)
-        return _result(self.chain, q, pos, quat, self.tolerance, iterations, fk, jac, start)
+        run = self.refine(pos, quat, q_init)
+        return _result(self.chain, run.q, pos, quat, self.tolerance, run.iterations, run.fk_evals, run.jac_evals, start)
 
-    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The LM loop on validated float64 targets; returns q, iterations, FK and Jacobian counts (all (B,))."""
+    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
+        """The LM loop on validated float64 targets (B, 3), (B, 4) from ``q`` (B, n)."""
         chain, batch = self.chain, pos.shape[0]
         q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
         if self.backend == "numba" and batch > 0:
             return self._refine_compiled(pos, quat, q)
         iterations = torch.zeros(batch, dtype=torch.int64)
-        evals = torch.zeros(batch, dtype=torch.int64)
-        pose, jacobian = chain.fk_and_jacobian(q)
-        evals += 1
+        pose = chain.fk(q)
+        fk = torch.ones(batch, dtype=torch.int64)
+        jac = torch.zeros(batch, dtype=torch.int64)
         cost, residual = self._cost_and_residual(pose, pos, quat)
+        converged = self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
+        jacobian = torch.zeros(batch, 6, chain.dof, dtype=torch.float64)
+        jacobian[~converged] = chain.jacobian(q[~converged])  # only where a step will need it
+        jac += ~converged
+        history = torch.empty(batch, self.max_iterations + 1, dtype=torch.float64)  # the cost after each iteration
+        history[:, 0] = cost
+        running = ~converged
         lam = torch.full((batch,), self.damping, dtype=torch.float64)
         weights = torch.tensor([1.0, 1.0, 1.0, self.rotation_weight, self.rotation_weight, self.rotation_weight], dtype=torch.float64)
-        eye = torch.eye(len(self.free), dtype=torch.float64)
-        for _ in range(self.max_iterations):
-            active = ~self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
-            idx = torch.nonzero(active).flatten()
+        lower, upper = (bound[self.free] for bound in chain.limits(torch.float64))
+        for iteration in range(1, self.max_iterations + 1):
+            idx = torch.nonzero(running).flatten()
             if idx.numel() == 0:
                 break
             jac_a = jacobian[idx][:, :, self.free] * weights[None, :, None]
             hessian = jac_a.transpose(1, 2) @ jac_a
             gradient = (jac_a.transpose(1, 2) @ residual[idx, :, None])[..., 0]
-            damped = hessian + lam[idx, None, None] * (torch.diag_embed(torch.diagonal(hessian, dim1=1, dim2=2)) + 1e-9 * eye)
-            step = torch.linalg.solve(damped, gradient)
+            step = self._bounded_step(hessian, gradient, lam[idx], q[idx][:, self.free], lower, upper)
             trial = q[idx].clone()
             trial[:, self.free] += step
             trial = chain.clamp(trial)
-            trial_pose, trial_jac = chain.fk_and_jacobian(trial)
-            evals[idx] += 1
+            trial_pose = chain.fk(trial)
+            fk[idx] += 1
             iterations[idx] += 1
             trial_cost, trial_residual = self._cost_and_residual(trial_pose, pos[idx], quat[idx])
-            better = trial_cost < cost[idx]
+            better = trial_cost < (1.0 - 1e-12) * cost[idx]  # a decrease beyond rounding
             accept = idx[better]
             q[accept] = trial[better]
-            pose = Pose(pose.pos.index_copy(0, accept, trial_pose.pos[better]), pose.quat.index_copy(0, accept, trial_pose.quat[better]))
-            jacobian = jacobian.index_copy(0, accept, trial_jac[better])
             cost = cost.index_copy(0, accept, trial_cost[better])
             residual = residual.index_copy(0, accept, trial_residual[better])
             lam[idx] = torch.where(better, (lam[idx] / 3).clamp_min(1e-12), (lam[idx] * 4).clamp_max(1e8))
-        return q, iterations, evals, evals.clone()
+            converged[accept] = self.stop.met(position_error(trial_pose.pos[better], pos[accept]),
+                                              rotation_error(trial_pose.quat[better], quat[accept]))
+            renew = accept[~converged[accept]] if iteration < self.max_iterations else accept[:0]
+            if renew.numel():  # the next step needs the Jacobian at the accepted configuration
+                jacobian[renew] = chain.jacobian(q[renew])
+                jac[renew] += 1
+            history[idx, iteration] = cost[idx]
+            running[idx] = ~converged[idx]
+            if self.stall_iterations and iteration >= self.stall_iterations:
+                running[idx] &= cost[idx] <= (1 - self.stall_progress) * history[idx, iteration - self.stall_iterations]
+        return LMRun(q, iterations, fk, jac, residual[:, :3].norm(dim=-1), residual[:, 3:].norm(dim=-1) / self.rotation_weight)
 
-    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    @staticmethod
+    def _bounded_step(hessian: torch.Tensor, gradient: torch.Tensor, lam: torch.Tensor, q: torch.Tensor, lower: torch.Tensor,
+                      upper: torch.Tensor) -> torch.Tensor:
+        """The damped Gauss–Newton step (b, f) of the free joints, bounded at active limits.
+
+        Args:
+            hessian: (b, f, f) JᵀJ of the weighted Jacobian.
+            gradient: (b, f) Jᵀr.
+            lam: (b,) damping.
+            q: (b, f) the free joints' values, inside the limits.
+            lower: (f,) the free joints' lower limits.
+            upper: (f,) their upper limits.
+
+        A joint at a limit that the step would push beyond it is held (its row and column dropped)
+        and the step solved again for the others, until no held joint is pushed outwards.
+        """
+        moving = torch.ones_like(q)
+        diagonal = torch.diagonal(hessian, dim1=1, dim2=2)
+        for _ in range(q.shape[1] + 1):
+            system = hessian * moving[:, :, None] * moving[:, None, :] + torch.diag_embed(lam[:, None] * (diagonal * moving + 1e-9))
+            step = torch.linalg.solve(system, gradient * moving)
+            held = (moving != 0) & (((q <= lower) & (step < 0)) | ((q >= upper) & (step > 0)))
+            if not bool(held.any()):
+                break
+            moving = moving.masked_fill(held, 0.0)
+        return step * moving
+
+    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
         from hik_sim.solvers._lm_numba import lm_refine_batch
         from hik_sim.learning.fast_network import _flat_geometry
 
@@ -477,12 +551,12 @@ class LMRefiner:
         batch, dof = q.shape
         out_q = np.empty((batch, dof))
         pos_err, rot_err = np.empty(batch), np.empty(batch)
-        iterations, evals = np.empty(batch, dtype=np.int64), np.empty(batch, dtype=np.int64)
+        iterations, fk, jac = (np.empty(batch, dtype=np.int64) for _ in range(3))
         lm_refine_batch(self._geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()),
                         np.ascontiguousarray(quat.numpy()), np.ascontiguousarray(q.numpy()), self.rotation_weight, self.damping,
-                        self.max_iterations, self.stop.position, self.stop.rotation, out_q, pos_err, rot_err, iterations, evals)
-        evals_t = torch.from_numpy(evals)
-        return torch.from_numpy(out_q), torch.from_numpy(iterations), evals_t, evals_t.clone()
+                        self.max_iterations, self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress,
+                        out_q, pos_err, rot_err, iterations, fk, jac)
+        return LMRun(*(torch.from_numpy(a) for a in (out_q, iterations, fk, jac, pos_err, rot_err)))
 
 
 class MultistartIK:
@@ -491,9 +565,10 @@ class MultistartIK:
     Given ``q_init`` (the current joints while tracking), that is the first of the N seeds, so the
     answer stays on the current solution branch wherever that branch reaches the target.
 
-    Two definitions (both measured in ``hik_sim.experiments.hybrid_table``):
+    Two definitions (both measured in ``hik_sim.evaluation.experiments.hybrid_table``):
 
-    - ``stop_early=True`` (default, ours): a target stops at its first converged start, so an
+    - ``stop_early=True`` (default, ours): a target stops at its first start whose answer is
+      within ``finish`` (exact: 0.1 mm & 0.1°, the rule of :class:`HybridIK`'s restarts too), so an
       easy target costs one LM run.
     - ``stop_early=False`` (the hybrid-IK paper's Conventional-Multistart-10, as we read it):
       every target runs all N starts and the best answer is kept; the cost is N LM runs
@@ -503,13 +578,15 @@ class MultistartIK:
         refiner: the LM refiner.
         starts: N, the largest number of seeds per target.
         seed: seed of the random starts (their stream is :func:`restart_rng`'s, never a target stream).
-        stop_early: stop a target at its first converged start.
+        stop_early: stop a target at its first start within ``finish``.
+        finish: when a target needs no further start (default :data:`~hik_sim.kinematics.tolerances.EXACT`).
     """
 
-    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0, stop_early: bool = True) -> None:
+    def __init__(self, refiner: LMRefiner, starts: int = 10, seed: int = 0, stop_early: bool = True,
+                 finish: Tolerance = EXACT) -> None:
         if starts < 1:
             raise SolverError(f"starts must be at least 1, got {starts}")
-        self.refiner, self.starts, self.seed, self.stop_early = refiner, starts, seed, stop_early
+        self.refiner, self.starts, self.seed, self.stop_early, self.finish = refiner, starts, seed, stop_early, finish
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Solve from ``q_init`` (B, n) when given, then from random seeds, up to N seeds per target.
@@ -520,7 +597,7 @@ class MultistartIK:
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         first = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.refiner.chain.dof)
-        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed), self.stop_early)
+        result = _restarts(self.refiner, pos, quat, first, self.starts, restart_rng(self.seed), self.stop_early, self.finish)
         return replace(result, wall_time=time.perf_counter() - start)
 
     @property
@@ -530,86 +607,102 @@ class MultistartIK:
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
-              rng: np.random.Generator, stop_early: bool = True) -> IKResult:
+              rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
-    from random seeds, for the targets still failing (every target when not ``stop_early``),
-    ``rounds`` rounds in all; the best answer of each target is kept."""
+    from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
+    when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
     best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
-    best_cost = torch.full((batch,), math.inf, dtype=torch.float64)
+    best_pos_err = torch.full((batch,), math.inf, dtype=torch.float64)
+    best_rot_err = torch.full((batch,), math.inf, dtype=torch.float64)
     solved = torch.zeros(batch, dtype=torch.bool)
     iterations = torch.zeros(batch, dtype=torch.int64)
     fk = torch.zeros(batch, dtype=torch.int64)
     jac = torch.zeros(batch, dtype=torch.int64)
+    weight = refiner.rotation_weight
     for round_index in range(rounds):
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
-        given = first is not None and round_index < first.shape[1]
-        seeds = first[idx, round_index] if given else _random_configurations(chain, idx.numel(), rng)
-        q, it, f, j = refiner.refine(pos[idx], quat[idx], seeds)
-        pose = chain.fk(q)
-        pos_err, rot_err = position_error(pose.pos, pos[idx]), rotation_error(pose.quat, quat[idx])
-        cost = pos_err + refiner.rotation_weight * rot_err
-        improved = cost < best_cost[idx]
-        best_q[idx[improved]] = q[improved]
-        best_cost[idx[improved]] = cost[improved]
-        # Converged targets are done; one that met the success tolerance in a local minimum (often
-        # pinned at a joint limit) is not, and gets another seed.
+        seeds = (first[idx, round_index] if first is not None and round_index < first.shape[1]
+                 else _random_configurations(chain, idx.numel(), rng))
+        run = refiner.refine(pos[idx], quat[idx], seeds)  # its errors come with it: no FK here
+        improved = run.pos_err + weight * run.rot_err < best_pos_err[idx] + weight * best_rot_err[idx]
+        chosen = idx[improved]
+        best_q[chosen], best_pos_err[chosen], best_rot_err[chosen] = run.q[improved], run.pos_err[improved], run.rot_err[improved]
+        # Exact targets are done; one that met the success tolerance in a local minimum (often
+        # pinned at a joint limit) short of exact is not, and gets another seed.
         if stop_early:
-            solved[idx] |= (pos_err < 2 * refiner.stop.position) & (rot_err < 2 * refiner.stop.rotation)
-        iterations[idx] += it
-        fk[idx] += f
-        jac[idx] += j
-    pose = chain.fk(best_q)
-    pos_err, rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
-    return IKResult(best_q, pos_err, rot_err, refiner.tolerance.met(pos_err, rot_err), iterations, fk, jac)
+            solved[idx] = finish.met(best_pos_err[idx], best_rot_err[idx])
+        iterations[idx] += run.iterations
+        fk[idx] += run.fk_evals
+        jac[idx] += run.jac_evals
+    return IKResult(best_q, best_pos_err, best_rot_err, refiner.tolerance.met(best_pos_err, best_rot_err), iterations, fk, jac)
+
+
+RESTARTS = 49
+"""Restarts of :class:`HybridIK` and :class:`SingleTargetIK` after a target's first seed leaves it
+short of exact (the network's other answers count). Only such targets take them, so the default
+costs little on the others; ``benchmarks/success_rate.py`` measures the success each budget buys
+(docs/benchmarks.md)."""
 
 
 class HybridIK:
-    """Network seed → LM; failures get restarts: the network's other answers first (a network with
-    several hypotheses, best first), then random configurations.
+    """Network seed → LM; targets left short of exact get restarts: the network's other answers
+    first (a network with several hypotheses, best first), then random configurations.
+
+    A target takes no further restart once its best answer is within ``finish`` (exact: 0.1 mm &
+    0.1°), the rule of :class:`MultistartIK`'s early stop too; with ``q_init`` (tracking), the
+    network is asked only for the targets that ``q_init``'s LM leaves short of it.
+    ``fk_evals`` counts the H FK per target that order a network's H > 1 answers, where it was asked.
 
     Args:
         network: the trained network.
         refiner: the LM refiner (its selection must match the network's fixed joints).
-        restarts: restarts for targets the seeded LM leaves unsolved.
+        restarts: restarts for targets the seeded LM leaves short of ``finish``.
         seed: seed of the restarts (their stream is :func:`restart_rng`'s, never a target stream).
+        finish: when a target needs no further restart (default :data:`~hik_sim.kinematics.tolerances.EXACT`).
 
     Raises:
         HikError: negative ``restarts``, or the network and the refiner fix different joints.
         SolverError: the network was made for another robot than the refiner's chain.
     """
 
-    def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = 9, seed: int = 0) -> None:
+    def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
+                 finish: Tolerance = EXACT) -> None:
         check_network_fits(network, refiner.chain)
         if restarts < 0:
             raise SolverError(f"restarts must be >= 0, got {restarts}")
         if dict(network.selection.fixed) != dict(refiner.selection.fixed):
             raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
-        self.network, self.refiner, self.restarts, self.seed = network, refiner, restarts, seed
+        self.network, self.refiner, self.restarts, self.seed, self.finish = network, refiner, restarts, seed, finish
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         chain = self.refiner.chain
-        seed = self.refiner.chain.clamp(self.network.solve_all(pos, quat).double().cpu())  # (B, H, n), best first
         generator = restart_rng(self.seed)
+        choice = self.network.hypotheses if self.network.hypotheses > 1 else 0  # ordering H answers best first costs H FK
+
+        def seeded(index: torch.Tensor | None) -> IKResult:
+            """The network's answers (B, H, n), best first, then random restarts, for targets ``index`` (None: all)."""
+            p, o = (pos, quat) if index is None else (pos[index], quat[index])
+            seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
+            answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish)
+            return replace(answer, fk_evals=answer.fk_evals + choice)
+
         if q_init is not None:
             q_init = _check_q_init(q_init, pos.shape[0], chain.dof)
-            first = _restarts(self.refiner, pos, quat, q_init, 1, generator)
-            todo = torch.nonzero(~first.success).flatten()
+            result = _restarts(self.refiner, pos, quat, q_init, 1, generator, finish=self.finish)
+            todo = torch.nonzero(~self.finish.met(result.pos_err, result.rot_err)).flatten()
             if todo.numel():
-                rest = _restarts(self.refiner, pos[todo], quat[todo], seed[todo], 1 + self.restarts, generator)
-                first = _merge(first, rest, todo)
-            result = first
+                result = _merge(result, seeded(todo), todo)
         else:
-            result = _restarts(self.refiner, pos, quat, seed, 1 + self.restarts, generator)
-        choice = self.network.hypotheses if self.network.hypotheses > 1 else 0  # ordering H answers best first costs H FK per target
-        return replace(result, fk_evals=result.fk_evals + choice, wall_time=time.perf_counter() - start)
+            result = seeded(None)
+        return replace(result, wall_time=time.perf_counter() - start)
 
     @property
     def chain(self) -> Chain:
@@ -622,7 +715,7 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
     is left as it was): costs add, the better answer wins."""
     better = other.success | (other.pos_err < into.pos_err[index])
     chosen = index[better]
-    changes: dict[str, torch.Tensor] = {}
+    changes: dict[str, Any] = {}
     for name in ("iterations", "fk_evals", "jac_evals"):
         changes[name] = getattr(into, name).index_add(0, index, getattr(other, name))
     for name in ("q", "pos_err", "rot_err", "success"):
@@ -630,16 +723,13 @@ def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
     return replace(into, **changes)
 
 
-SINGLE_TARGET_RESTARTS = 49
-"""Restarts of :class:`SingleTargetIK` after its first seeds fail (the network's other answers count).
-With the compiled LM a restart costs tens of µs, and only failing targets take them. The same
-restarts in the batched hybrid solve 98.863 % (9) and 99.973 % (49) of 100,000 IRB120 targets
-within 5 mm & 2°, and 99.88–100 % (49) on the other robots (``benchmarks/success_rate.py``,
-docs/benchmarks.md). The worst case (every restart run to its iteration cap) is about 10 ms."""
+SINGLE_TARGET_RESTARTS = RESTARTS
+"""Restarts of :class:`SingleTargetIK` after its first seeds fail (:data:`RESTARTS`; with the compiled
+LM a restart costs tens of µs, and only failing targets take them)."""
 
 
 class SingleTargetIK:
-    """The control-rate path: one target per call, on :class:`~hik_sim.single_target.SingleTargetLM`.
+    """The control-rate path: one target per call, on :class:`~hik_sim.solvers.single_target.SingleTargetLM`.
 
     The same LM as :class:`LMRefiner` (damping, limits, stopping rule) in numpy on MuJoCo's C
     kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
@@ -647,7 +737,7 @@ class SingleTargetIK:
     network is given), its other answers (a network with several hypotheses, best first), then
     random configurations, until one succeeds.
 
-    The network runs as a :class:`~hik_sim.fast_network.FastIKNetwork` (tens of µs for one pose
+    The network runs as a :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs for one pose
     instead of torch's 0.2–2 ms; the float64 forward pass of the same weights, its answers ranked
     by a float64 FK): its weights are read once, when the solver is built.
 
@@ -682,7 +772,6 @@ class SingleTargetIK:
 
             self.fast_network = FastIKNetwork.from_network(network)  # the network's seed without torch at batch 1
         self.rng = restart_rng(seed)
-        self._np = np
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """The batch interface: each target in turn through :meth:`solve_one` (each from its ``q_init`` row when given).
@@ -699,7 +788,8 @@ class SingleTargetIK:
             none = torch.zeros(0, dtype=torch.int64)
             return _result(self.chain, torch.zeros(0, self.chain.dof, dtype=torch.float64), pos, quat, self.tolerance,
                            none, none, none, start)
-        return IKResult(*(torch.cat([getattr(r, name) for r in results]) for name in fields), wall_time=time.perf_counter() - start)
+        joined: dict[str, Any] = {name: torch.cat([getattr(r, name) for r in results]) for name in fields}
+        return IKResult(**joined, wall_time=time.perf_counter() - start)
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
         """Solve one target: position (3,) [m], quaternion (4,) wxyz, optional ``q_init`` (n,).
@@ -710,54 +800,61 @@ class SingleTargetIK:
         Raises:
             HikError: bad target or ``q_init``.
         """
-        np = self._np
         start = time.perf_counter()
         pos, quat = _one_target_fast(target_pos, target_quat)
         if pos is None:  # anything but a plain, valid float pose: the full checks, which say what is wrong
             pos_t, quat_t = check_targets(_as_real_tensor(target_pos, "target position").reshape(1, -1),
                                           _as_real_tensor(target_quat, "target quaternion").reshape(1, -1))
             pos, quat = pos_t[0].numpy(), quat_t[0].numpy()
-        seeds = []
+        assert quat is not None  # a valid pose in both branches
+        seeds: list[Callable[[], np.ndarray]] = []  # each makes one LM start (n,), in the order they are tried
         if q_init is not None:
-            q_init = _as_real_tensor(q_init, "q_init").numpy()
-            if q_init.shape != (self.chain.dof,) or not np.isfinite(q_init).all():
-                raise SolverError(f"q_init must be finite with shape ({self.chain.dof},), got {q_init.shape}")
-            seeds.append(lambda: q_init)
+            start_q = _as_real_tensor(q_init, "q_init").numpy()
+            if start_q.shape != (self.chain.dof,) or not np.isfinite(start_q).all():
+                raise SolverError(f"q_init must be finite with shape ({self.chain.dof},), got {start_q.shape}")
+            seeds.append(lambda: start_q)
         restarts = self.restarts
-        if self.network is not None:  # its answers, best first; the alternatives count as restarts
-            answers: list[np.ndarray] = []
+        answers: list[np.ndarray] = []  # the network's answers, once asked
+        hypotheses = self.network.hypotheses if self.network is not None else 0
+        if hypotheses:  # its answers, best first; the alternatives count as restarts
+            fast = self.fast_network
+            assert fast is not None  # built with the network
 
             def network_answer(k: int) -> np.ndarray:
                 if not answers:
-                    answers.extend(self.fast_network.solve_all(pos, quat))
+                    answers.extend(fast.solve_all(pos, quat))
                 return answers[k]
 
-            alternatives = min(self.network.hypotheses - 1, restarts)
-            seeds += [lambda k=k: network_answer(k) for k in range(1 + alternatives)]
+            alternatives = min(hypotheses - 1, restarts)
+            seeds += [functools.partial(network_answer, k) for k in range(1 + alternatives)]
             restarts -= alternatives
         if not seeds:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
         seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
-        best, iterations, evals = None, 0, 0
+        best: LMAnswer | None = None
+        iterations, fk_evals, jac_evals = 0, 0, 0
         weight = self.lm.rotation_weight
         for make_seed in seeds:
             answer = self.lm.refine(pos, quat, make_seed())
-            iterations, evals = iterations + answer.iterations, evals + answer.evals
+            iterations, fk_evals, jac_evals = iterations + answer.iterations, fk_evals + answer.evals, jac_evals + answer.jac_evals
             if best is None or answer.pos_err + weight * answer.rot_err < best.pos_err + weight * best.rot_err:
                 best = answer
             if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
                 break
+        if answers and hypotheses > 1:  # ordering the network's H answers cost H FK
+            fk_evals += hypotheses
+        assert best is not None  # there is always at least one seed
         met = self.tolerance.met(best.pos_err, best.rot_err)
-        counts = np.array([iterations, evals], dtype=np.int64)
+        counts = np.array([iterations, fk_evals, jac_evals], dtype=np.int64)
         return IKResult(torch.from_numpy(best.q[None]), torch.from_numpy(np.array([best.pos_err])),
                         torch.from_numpy(np.array([best.rot_err])), torch.from_numpy(np.array([met])),
-                        torch.from_numpy(counts[:1]), torch.from_numpy(counts[1:]), torch.from_numpy(counts[1:].copy()),
+                        torch.from_numpy(counts[0:1]), torch.from_numpy(counts[1:2]), torch.from_numpy(counts[2:3]),
                         time.perf_counter() - start)
 
 
 def _one_target_fast(target_pos: Any, target_quat: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
     """A plain float target — numpy arrays (or CPU tensors) of shapes (3,) and (4,), finite, within
-    :data:`~hik_sim.network.MAX_TARGET_DISTANCE`, a non-zero quaternion — as float64 copies (the
+    :data:`~hik_sim.learning.network.MAX_TARGET_DISTANCE`, a non-zero quaternion — as float64 copies (the
     quaternion normalised), in a few µs; ``(None, None)`` for anything else (the full checks of
     :func:`check_targets` then run and name what is wrong)."""
     if isinstance(target_pos, torch.Tensor) and isinstance(target_quat, torch.Tensor) and target_pos.device.type == "cpu" \
@@ -781,7 +878,7 @@ class DmControlIK:
     solver's, is a configuration the robot can take), with errors measured after clamping.
 
     Args:
-        scene: the robot's :class:`~hik_sim.scene.Scene`.
+        scene: the robot's :class:`~hik_sim.sim.model.Scene`.
         tolerance: success criterion.
         max_steps: dm_control's iteration cap.
         tol: dm_control's convergence tolerance on the residual norm.

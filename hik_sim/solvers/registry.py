@@ -5,7 +5,7 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
   network alone, open loop (:class:`~hik_sim.solvers.ik.NeuralIK`); a checkpoint path likewise.
-- ``closed_loop``: the robot's seed network (:func:`~hik_sim.policies.hybrid_seed_name`) closed on
+- ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`) closed on
   its own error by :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections.
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK`;
   one target a call (the controller's path), :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network.
@@ -165,11 +165,12 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import hybrid_seed_name, load_pretrained
+        from hik_sim.policies import closed_loop_network_name, hybrid_seed_name, load_pretrained
 
         if network is None and not shipped:
             raise NetworkNotShippedError(name, spec)
-        seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, hybrid_seed_name(spec.name), device)
+        default = closed_loop_network_name(spec.name) if name == "closed_loop" else hybrid_seed_name(spec.name)
+        seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, default, device)
         if name == "closed_loop":
             return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS)
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)

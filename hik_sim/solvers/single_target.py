@@ -3,7 +3,7 @@
 At one target per control step, torch's per-call overhead (tens of operations of a few µs each)
 and pytorch-kinematics' (milliseconds) dominate. :class:`SingleTargetKinematics` instead compiles
 the IK chain alone, as a bare MuJoCo model (one body per joint, no geometry), from the same
-:class:`~hik_sim.geometry.ChainGeometry` that :class:`~hik_sim.kinematics.Chain` uses, and asks
+:class:`~hik_sim.kinematics.geometry.ChainGeometry` that :class:`~hik_sim.kinematics.chain.Chain` uses, and asks
 MuJoCo's C functions (``mj_kinematics``, ``mj_comPos``, ``mj_jacSite``) for the answer, in float64
 numpy, with the same conventions: base frame, quaternion wxyz with w ≥ 0, Jacobian rows
 (linear; angular).
@@ -19,7 +19,25 @@ from hik_sim.errors import SolverError
 from hik_sim.kinematics.geometry import ChainGeometry
 from hik_sim.robots import RobotSpec
 
-__all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer"]
+__all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer", "STALL_ITERATIONS", "STALL_PROGRESS",
+           "check_stall"]
+
+STALL_ITERATIONS = 8
+"""The window of the LM's stall test [iterations] (:class:`SingleTargetLM`, :class:`~hik_sim.solvers.ik.LMRefiner`)."""
+STALL_PROGRESS = 0.01
+"""An LM run whose cost fell by less than this fraction over the last :data:`STALL_ITERATIONS`
+iterations has stalled and stops (a local minimum, often with a joint held at a limit)."""
+
+
+def check_stall(stall_iterations: int, stall_progress: float) -> None:
+    """Refuse a stall test that cannot work.
+
+    Raises:
+        SolverError: ``stall_iterations`` < 0, or ``stall_progress`` outside [0, 1).
+    """
+    if not (isinstance(stall_iterations, int) and stall_iterations >= 0 and 0.0 <= stall_progress < 1.0):
+        raise SolverError(f"stall_iterations must be an int >= 0 and stall_progress in [0, 1), got {stall_iterations!r}, "
+                          f"{stall_progress!r}")
 
 
 class SinglePose(NamedTuple):
@@ -107,7 +125,8 @@ class LMAnswer(NamedTuple):
         pos_err: position error [m].
         rot_err: rotation error [rad].
         iterations: LM iterations.
-        evals: FK + Jacobian evaluations (one per evaluated configuration).
+        evals: FK evaluations (one per evaluated configuration).
+        jac_evals: Jacobian evaluations (one per configuration a step started from).
     """
 
     q: np.ndarray
@@ -115,15 +134,21 @@ class LMAnswer(NamedTuple):
     rot_err: float
     iterations: int
     evals: int
+    jac_evals: int
 
 
 class SingleTargetLM:
     """Levenberg–Marquardt for one target: numpy and MuJoCo's C kinematics, no torch.
 
-    The same method as the batched :class:`hik_sim.solvers.LMRefiner`: a 6-D residual (position
+    The same method as the batched :class:`hik_sim.solvers.ik.LMRefiner`: a 6-D residual (position
     [m]; rotation as an axis-angle vector [rad] times ``rotation_weight`` [m/rad]), Marquardt-scaled
-    damping that falls after a successful step and rises after a failed one, every trial projected
-    onto the joint limits, stop once within (``stop_position``, ``stop_rotation``).
+    damping that falls after a successful step and rises after a failed one, steps bounded at
+    active joint limits (a joint at a limit that the step would push beyond it is held and the step
+    solved again for the others; every trial is then projected onto the limits), stop once within
+    (``stop_position``, ``stop_rotation``) or once stalled (the cost fell by less than
+    ``stall_progress`` over the last ``stall_iterations`` iterations: a local minimum, where a
+    restart from another seed spends evaluations better). FK is evaluated at every trial, the
+    Jacobian only where a step starts (the seed, and each accepted trial that is not the last).
 
     Args:
         robot: the robot.
@@ -133,7 +158,9 @@ class SingleTargetLM:
         damping: initial damping.
         stop_position: convergence threshold [m].
         stop_rotation: convergence threshold [rad].
-        backend: ``numba`` (the whole loop compiled, :mod:`hik_sim._lm_numba`: a few µs an
+        stall_iterations: the window of the stall test (0: never stop for a stall).
+        stall_progress: the fraction of the cost a run must shed over that window to go on.
+        backend: ``numba`` (the whole loop compiled, :mod:`hik_sim.solvers._lm_numba`: a few µs an
             iteration; needs the ``fast`` extra), ``mujoco`` (numpy and MuJoCo's C kinematics, tens
             of µs an iteration, Python between them) or ``auto``: numba when it is installed.
 
@@ -143,13 +170,15 @@ class SingleTargetLM:
 
     def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = 30,
                  rotation_weight: float = 0.2, damping: float = 1e-3, stop_position: float = 1e-6,
-                 stop_rotation: float = 1e-6, backend: str = "auto") -> None:
+                 stop_rotation: float = 1e-6, stall_iterations: int = STALL_ITERATIONS, stall_progress: float = STALL_PROGRESS,
+                 backend: str = "auto") -> None:
         import mujoco
 
         from hik_sim.learning.fast_network import _flat_geometry, numba_available
 
         if backend not in ("auto", "numba", "mujoco"):
             raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
+        check_stall(stall_iterations, stall_progress)
         if backend == "numba" and not numba_available():
             raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
         self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "mujoco"
@@ -158,6 +187,7 @@ class SingleTargetLM:
         self.kinematics = SingleTargetKinematics(robot, geometry)
         self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
         self.stop_position, self.stop_rotation = stop_position, stop_rotation
+        self.stall_iterations, self.stall_progress = stall_iterations, stall_progress
         self.lower, self.upper = np.asarray(robot.lower, dtype=float), np.asarray(robot.upper, dtype=float)
         self.weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
         self._mujoco = mujoco
@@ -181,30 +211,59 @@ class SingleTargetLM:
             from hik_sim.solvers._lm_numba import lm_refine
 
             out = np.empty(len(self.lower))
-            pos_err, rot_err, iterations, evals = lm_refine(
+            pos_err, rot_err, iterations, fk_evals, jac_evals = lm_refine(
                 self._geometry, self.lower, self.upper, np.ascontiguousarray(pos, dtype=np.float64),
                 np.ascontiguousarray(quat, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64), self.rotation_weight,
-                self.damping, self.max_iterations, self.stop_position, self.stop_rotation, out)
-            return LMAnswer(out, pos_err, rot_err, iterations, evals)
+                self.damping, self.max_iterations, self.stop_position, self.stop_rotation, self.stall_iterations,
+                1.0 - self.stall_progress, out)
+            return LMAnswer(out, pos_err, rot_err, iterations, fk_evals, jac_evals)
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
-        pose, jac = self.kinematics.fk_and_jacobian(q)
-        evals, iterations, lam = 1, 0, self.damping
+        pose = self.kinematics.fk(q)
+        fk_evals, jac_evals, iterations, lam = 1, 0, 0, self.damping
         residual, pos_err, rot_err = self.errors(pose, pos, quat)
         cost = residual @ residual
-        eye = 1e-9 * np.eye(len(q))
-        while iterations < self.max_iterations and not (pos_err < self.stop_position and rot_err < self.stop_rotation):
+        history = [cost]  # the cost after each iteration
+        converged = pos_err < self.stop_position and rot_err < self.stop_rotation
+        if not converged:
+            jac = self.kinematics.fk_and_jacobian(q)[1]
+            jac_evals += 1
+        while iterations < self.max_iterations and not converged:
             weighted = jac * self.weights[:, None]
-            hessian = weighted.T @ weighted
-            step = np.linalg.solve(hessian + lam * (np.diag(np.diag(hessian)) + eye), weighted.T @ residual)
+            step = _bounded_step(weighted.T @ weighted, weighted.T @ residual, lam, q, self.lower, self.upper)
             trial = np.clip(q + step, self.lower, self.upper)
-            trial_pose, trial_jac = self.kinematics.fk_and_jacobian(trial)
-            evals += 1
+            trial_pose = self.kinematics.fk(trial)
+            fk_evals += 1
             iterations += 1
             trial_residual, trial_pos_err, trial_rot_err = self.errors(trial_pose, pos, quat)
             trial_cost = trial_residual @ trial_residual
-            if trial_cost < cost:
-                q, jac, residual, cost, pos_err, rot_err = trial, trial_jac, trial_residual, trial_cost, trial_pos_err, trial_rot_err
+            if trial_cost < (1.0 - 1e-12) * cost:  # a decrease beyond rounding
+                q, residual, cost, pos_err, rot_err = trial, trial_residual, trial_cost, trial_pos_err, trial_rot_err
                 lam = max(lam / 3, 1e-12)
+                converged = pos_err < self.stop_position and rot_err < self.stop_rotation
+                if not converged and iterations < self.max_iterations:  # the next step needs the Jacobian here
+                    jac = self.kinematics.fk_and_jacobian(q)[1]
+                    jac_evals += 1
             else:
                 lam = min(lam * 4, 1e8)
-        return LMAnswer(q, pos_err, rot_err, iterations, evals)
+            history.append(cost)
+            if self.stall_iterations and iterations >= self.stall_iterations \
+                    and cost > (1 - self.stall_progress) * history[iterations - self.stall_iterations]:
+                break
+        return LMAnswer(q, pos_err, rot_err, iterations, fk_evals, jac_evals)
+
+
+def _bounded_step(hessian: np.ndarray, gradient: np.ndarray, lam: float, q: np.ndarray, lower: np.ndarray,
+                  upper: np.ndarray) -> np.ndarray:
+    """The damped Gauss–Newton step (n,) for JᵀJ ``hessian`` (n, n) and Jᵀr ``gradient`` (n,) at ``q`` (n,),
+    bounded at active limits: a joint at a limit that the step would push beyond it is held (its row
+    and column dropped) and the step solved again for the others, until no held joint is pushed outwards."""
+    moving = np.ones(len(q))
+    diagonal = np.diag(hessian)
+    for _ in range(len(q) + 1):
+        system = hessian * moving[:, None] * moving[None, :] + np.diag(lam * (diagonal * moving + 1e-9))
+        step = np.linalg.solve(system, gradient * moving)
+        held = (moving != 0) & (((q <= lower) & (step < 0)) | ((q >= upper) & (step > 0)))
+        if not held.any():
+            break
+        moving[held] = 0.0
+    return step * moving
