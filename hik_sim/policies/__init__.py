@@ -36,8 +36,9 @@ def hybrid_seed_name(robot: str) -> str:
     answer sits on the right IK branch far more often and whose other answers serve as the first
     restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: on the G1
     its other answers, tried first as restarts, cost the hybrid more evaluations than random
-    restarts (54.7 against about 33 a target on 400 targets, ``tests/test_solvers.py``), so the
-    hybrid keeps the seed its figures were measured with.
+    restarts (54.7 against about 33 evaluations a target, at the same success, on the 400 targets of
+    the shipped-hybrid test in ``tests/test_solvers.py`` run with each seed), so the hybrid keeps the
+    seed its figures were measured with.
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
