@@ -57,7 +57,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.models import matched_cycleik_width, matched_mlp_hidden
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.evaluation.metrics import evaluate_network
-from hik_sim.learning.train import TrainConfig, train
+from hik_sim.learning.train import TrainConfig, TrainResult, train
 
 NETWORKS: dict[str, tuple[str, dict[str, Any]]] = {
     "harmoatt": ("harmoatt", {"trunk": "dense"}),
@@ -91,23 +91,43 @@ def network_config(name: str, robot_dof: int, args: argparse.Namespace) -> Train
                        eval_every=args.eval_every, normalizer_samples=5000 if args.quick else 100_000, compile=args.compile)
 
 
-def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Train one network under the budget; its curve and its test-set metrics."""
+def train_and_test(robot_name: str, name: str, config: TrainConfig, targets: int, progress: bool,
+                   out: Path | None = None) -> tuple[TrainResult, dict[str, Any]]:
+    """Train ``config`` under its budget; the result and the record every run keeps: its card's counts,
+    its validation curve and its test-set metrics (``targets`` targets, seed :data:`TEST_SEED`).
+
+    Raises:
+        SystemExit: the run was stopped by a signal (a cut-short run is not a point on the curve).
+    """
     robot = get_robot(robot_name)
-    config = network_config(name, robot.dof, args)
-    tag = ("" if args.hypotheses == 1 else f"_{args.hypotheses}answers") + ("_compiled" if args.compile else "")
-    out = args.save / robot_name / f"{name}{tag}.pt" if args.save else None
-    result = train(robot, config, out=out, progress=not args.no_progress)
-    if result.stopped_by is not None:  # Ctrl-C/SIGTERM: a cut-short run is not a point on the curve
+    result = train(robot, config, out=out, progress=progress)
+    if result.stopped_by is not None:
         raise SystemExit(f"stopped by {result.stopped_by} during {robot_name} {name}; the runs before it are kept")
     chain = Chain(robot)
-    test = evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, args.targets))
-    curve = [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history]
-    return {"robot": robot_name, "network": name, "hypotheses": args.hypotheses, "compiled": args.compile,
-            "parameters": result.card.parameters,
-            "steps": result.card.steps, "seconds": result.card.training_seconds,
-            "steps_per_second": result.card.metrics["steps_per_second"], "model_options": result.card.model_options,
-            "curve": curve, "test": test}
+    card = result.card
+    return result, {"robot": robot_name, "network": name, "parameters": card.parameters, "steps": card.steps,
+                    "seconds": card.training_seconds, "steps_per_second": card.metrics["steps_per_second"],
+                    "curve": [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history],
+                    "test": evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, targets))}
+
+
+def save_record(path: Path, args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
+    """Write every run so far (after each run: an interruption loses one run) and say how the last one ended."""
+    record = {"platform": platform.platform(), "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
+              "runs": runs}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    run = runs[-1]
+    print(f"{run['robot']} {run['network']}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
+          f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
+
+
+def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Train one network under the budget; its curve and its test-set metrics."""
+    config = network_config(name, get_robot(robot_name).dof, args)
+    tag = ("" if args.hypotheses == 1 else f"_{args.hypotheses}answers") + ("_compiled" if args.compile else "")
+    out = args.save / robot_name / f"{name}{tag}.pt" if args.save else None
+    result, run = train_and_test(robot_name, name, config, args.targets, not args.no_progress, out)
+    return run | {"hypotheses": args.hypotheses, "compiled": args.compile, "model_options": result.card.model_options}
 
 
 def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float] | None:
@@ -214,11 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_one(robot_name, name, args) | {"minutes": args.minutes, "threads": args.threads,
                                                      "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             runs.append(run)
-            record = {"platform": platform.platform(), "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
-                      "runs": runs}
-            record_path.write_text(json.dumps(record, indent=1) + "\n")  # after every run: an interruption loses one run
-            print(f"{robot_name} {name}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
-                  f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
+            save_record(record_path, args, runs)
     shown = [r for r in runs if r["robot"] in args.robots and r["network"] in args.models
              and (r["hypotheses"], r["minutes"], r.get("compiled", False)) == (args.hypotheses, args.minutes, args.compile)]
     table = markdown(shown)

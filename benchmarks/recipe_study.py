@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,14 +42,11 @@ from typing import Any
 import torch
 
 from hik_sim.evaluation.experiments import TEST_SEED
-from hik_sim.evaluation.metrics import evaluate_network
-from hik_sim.kinematics.chain import Chain
-from hik_sim.learning.data import make_eval_set
-from hik_sim.learning.train import TrainConfig, train
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.learning.train import TrainConfig
+from hik_sim.robots import robot_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, also when this file is loaded by path
-from learning_curves import CURVE_METRICS, QUICK_HARMOATT, plot  # noqa: E402
+from learning_curves import QUICK_HARMOATT, plot, save_record, train_and_test  # noqa: E402
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "baseline": {},
@@ -76,18 +72,11 @@ def variant_config(changes: dict[str, Any], seed: int, args: argparse.Namespace)
 
 def run_one(robot_name: str, name: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Train one variant under the budget; its curve and its test-set metrics."""
-    robot = get_robot(robot_name)
     config = variant_config(VARIANTS[name], seed, args)
-    result = train(robot, config, progress=not args.no_progress)
-    if result.stopped_by is not None:  # a cut-short run is not a point of the study
-        raise SystemExit(f"stopped by {result.stopped_by} during {robot_name} {name}; the runs before it are kept")
-    chain = Chain(robot)
-    test = evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, args.targets))
-    return {"robot": robot_name, "network": name if seed == args.seed else f"{name} (seed {seed})", "variant": name,
-            "seed": seed, "changes": VARIANTS[name], "hypotheses": 1, "parameters": result.card.parameters,
-            "steps": result.card.steps, "seconds": result.card.training_seconds,
-            "samples": result.card.steps * config.batch, "steps_per_second": result.card.metrics["steps_per_second"],
-            "curve": [{k: h[k] for k in ("step", "elapsed_s", *CURVE_METRICS)} for h in result.history], "test": test}
+    label = name if seed == args.seed else f"{name} (seed {seed})"
+    _, run = train_and_test(robot_name, label, config, args.targets, not args.no_progress)
+    return run | {"variant": name, "seed": seed, "changes": VARIANTS[name], "hypotheses": 1,
+                  "samples": run["steps"] * config.batch}
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
@@ -152,11 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 "minutes": args.minutes, "threads": args.threads, "targets": args.targets, "baseline_batch": args.batch,
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             runs.append(run)
-            record = {"platform": platform.platform(), "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
-                      "runs": runs}
-            record_path.write_text(json.dumps(record, indent=1) + "\n")  # after every run: an interruption loses one run
-            print(f"{robot_name} {run['network']}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
-                  f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
+            save_record(record_path, args, runs)
     shown = [r for r in runs if r["robot"] in args.robots and (r["minutes"], r["baseline_batch"]) == (args.minutes, args.batch)]
     table = markdown(shown)
     print(table)
