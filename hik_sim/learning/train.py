@@ -467,21 +467,26 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
     def elapsed() -> float:
         return elapsed_before + time.perf_counter() - start
 
-    def batch_loss(pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[LossTerms, torch.Tensor]:
-        """The loss terms and each pose's error (B,), for hard-example replay: position [m] plus rotation
+    replay = config.sampling == "hard"  # only hard-example replay needs each pose's error
+
+    def batch_loss(pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> tuple[LossTerms, torch.Tensor | None]:
+        """The loss terms and, for hard-example replay, each pose's error (B,): position [m] plus rotation
         [rad] × 0.1 m (the best answer's, with several), or the joint error [rad] for regression."""
         out_net = model(pos, quat, choose=False)
         if config.objective == "regression":  # the sampled joints are the targets: no FK
             predicted, target = out_net.q[:, free_index], q[:, free_index]
-            return loss_fn(predicted, target), torch.linalg.vector_norm(predicted.detach() - target, dim=-1)
+            error = torch.linalg.vector_norm(predicted.detach() - target, dim=-1) if replay else None
+            return loss_fn(predicted, target), error
         if out_net.candidates is None:
             reached = chain.fk(out_net.q)
             terms = loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
-            return terms, _pose_error(reached.pos.detach(), reached.quat.detach(), pos, quat)
+            return terms, _pose_error(reached.pos.detach(), reached.quat.detach(), pos, quat) if replay else None
         batch, hypotheses, n = out_net.candidates.shape
         reached = chain.fk(out_net.candidates.reshape(batch * hypotheses, n))
         reached_pos, reached_quat = reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4)
         terms = loss_fn(reached_pos, reached_quat, pos, quat, out_net.fusion_weights)
+        if not replay:
+            return terms, None
         error = _pose_error(reached_pos.detach(), reached_quat.detach(), pos[:, None], quat[:, None])
         return terms, error.min(dim=1).values
 
@@ -541,7 +546,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             for group in optimizer.param_groups:
                 group["lr"] = lr
             terms, pose_error = step_loss(batch.pos, batch.quat, batch.q)
-            stream.observe(batch.q, pose_error)
+            if pose_error is not None:
+                stream.observe(batch.q, pose_error)
             optimizer.zero_grad(set_to_none=True)
             terms.total.backward()
             torch.nn.utils.clip_grad_norm_(network.parameters(), config.grad_clip)
