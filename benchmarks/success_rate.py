@@ -11,6 +11,7 @@ Usage::
 
     python benchmarks/success_rate.py --robots irb120 --targets 100000
     python benchmarks/success_rate.py --targets 10000            # every registered robot
+    python benchmarks/success_rate.py --robots g1 --restarts 49 --seed-network harmoatt_4answers --out benchmarks/results/seed_choice
 
 Output: a Markdown table on stdout and ``<out>/success_rate.{md,json}`` (default ``benchmarks/results``).
 """
@@ -34,16 +35,17 @@ from hik_sim.solvers.ik import HybridIK, LMRefiner
 SEED = 99
 
 
-def measure(robot_name: str, targets: int, restarts: int) -> dict[str, Any]:
-    """One robot, one restart budget."""
+def measure(robot_name: str, targets: int, restarts: int, seed_network: str | None = None) -> dict[str, Any]:
+    """One robot, one restart budget, one seed network (default: the robot's ``hybrid_seed_name``)."""
     chain = Chain(get_robot(robot_name))
     batch = make_eval_set(chain, SEED, targets).batch
-    network = load_pretrained(robot_name, hybrid_seed_name(robot_name))
+    seed_network = seed_network or hybrid_seed_name(robot_name)
+    network = load_pretrained(robot_name, seed_network)
     solver = HybridIK(network, LMRefiner(chain), restarts=restarts)
     solver.solve(batch.pos[:2], batch.quat[:2])  # warm-up: the compiled LM's first call
     result = solver.solve(batch.pos, batch.quat)
     lower, upper = chain.limits(torch.float64)
-    return {"robot": robot_name, "seed_network": hybrid_seed_name(robot_name), "restarts": restarts, "targets": targets,
+    return {"robot": robot_name, "seed_network": seed_network, "restarts": restarts, "targets": targets,
             "success_5mm_2deg": float(result.success.double().mean()), "unsolved": int((~result.success).sum()),
             "exact_0.1mm_0.1deg": float(result.success_at(EXACT).double().mean()),
             "evals_per_target": float(result.function_evals.double().mean()), "ms_per_target": 1000 * result.wall_time / targets,
@@ -56,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots", nargs="*", default=list(robot_names()), choices=list(robot_names()))
     parser.add_argument("--targets", type=int, default=10_000)
     parser.add_argument("--restarts", type=int, nargs="*", default=[9, 49])
+    parser.add_argument("--seed-network", default=None, metavar="NAME",
+                        help="a shipped network to seed the hybrid with instead of the robot's hybrid_seed_name")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
-    rows = [measure(robot, args.targets, restarts) for robot in args.robots for restarts in args.restarts]
+    rows = [measure(robot, args.targets, restarts, args.seed_network) for robot in args.robots for restarts in args.restarts]
     lines = ["| robot | seed network | restarts | targets | success 5 mm & 2° | unsolved | exact 0.1 mm & 0.1° | evals / target "
              "| ms / target | NaN | limit violations |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

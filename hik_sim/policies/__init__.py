@@ -34,11 +34,11 @@ def hybrid_seed_name(robot: str) -> str:
 
     ``harmoatt_4answers`` on the IRB120: a HarmoAtt-IK network with four answers per pose, whose best
     answer sits on the right IK branch far more often and whose other answers serve as the first
-    restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: on the G1
-    its other answers, tried first as restarts, cost the hybrid more evaluations than random
-    restarts (54.7 against about 33 evaluations a target, at the same success, on the 400 targets of
-    the shipped-hybrid test in ``tests/test_solvers.py`` run with each seed), so the hybrid keeps the
-    seed its figures were measured with.
+    restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: its other
+    answers, tried first as restarts, cost the hybrid more evaluations than random restarts on four
+    of the five robots that have one (10,000 targets, 49 restarts: Panda 58.0 against 35.2 a target,
+    G1 47.8 against 32.9, JVRC-1 25.0 against 13.3, iCub 10.3 against 6.4; TALOS 15.7 against 21.4;
+    ``benchmarks/results/seed_choice`` against ``benchmarks/results/success_rate.md``).
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
