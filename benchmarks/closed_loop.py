@@ -3,7 +3,8 @@
 Per robot, the network the ``closed_loop`` policy uses (the four-answer network where one is shipped:
 ``hik_sim.policies.closed_loop_network_name``) answers 10,000 test targets (seed 2024) through
 :class:`~hik_sim.solvers.ik.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
-goal-shift corrections. No least-squares solver is involved; every FK is counted (the choice
+goal-shift corrections of its best answer (the policy's), and with K = 5 corrections of every one of
+its answers (``branches`` = H; a four-answer network). No least-squares solver is involved; every FK is counted (the choice
 among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 
@@ -33,23 +34,28 @@ from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.policies import closed_loop_network_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import CLOSED_LOOP_CORRECTIONS, NeuralIK
+from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, NeuralIK
 
 CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
 
 
 def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list[dict[str, object]]:
-    """One row per number of corrections."""
+    """One row per number of corrections of the best answer, and one for every answer corrected K = max(corrections)
+    times (where the network has several)."""
     robot = get_robot(robot_name)
     policy = make_solver("closed_loop", robot)  # the closed_loop policy: its network, with K = CLOSED_LOOP_CORRECTIONS
     chain, network, name = policy.chain, policy.network, closed_loop_network_name(robot_name)
     batch = make_eval_set(chain, TEST_SEED, targets).batch
+    settings = [(k, CLOSED_LOOP_BRANCHES) for k in corrections]
+    if network.hypotheses > 1 and max(corrections) > 0:
+        settings.append((max(corrections), network.hypotheses))
     rows = []
-    for k in corrections:
-        solver = policy if k == policy.corrections else NeuralIK(network, chain, corrections=k)
+    for k, branches in settings:
+        same = k == policy.corrections and branches == policy.branches
+        solver = policy if same else NeuralIK(network, chain, corrections=k, branches=branches)
         result = solver.solve(batch.pos, batch.quat)
         pos_mm, rot_deg = 1000 * result.pos_err, torch.rad2deg(result.rot_err)
-        rows.append({"robot": robot_name, "network": name, "corrections": k, "targets": targets,
+        rows.append({"robot": robot_name, "network": name, "corrections": k, "branches": solver.branches, "targets": targets,
                      "pos_mean_mm": float(pos_mm.mean()), "pos_median_mm": float(pos_mm.median()),
                      "rot_mean_deg": float(rot_deg.mean()), "rot_median_deg": float(rot_deg.median()),
                      "success_5mm_2deg": float(result.success.double().mean()),
@@ -60,10 +66,12 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list
 
 def markdown(rows: list[dict[str, object]]) -> str:
     """The table."""
-    lines = ["| robot | network | corrections | pos mean / median [mm] | rot mean / median [°] | success 5 mm & 2° "
-             "| FK per target | ms per 1,000 targets |", "|---|---|---:|---|---|---:|---:|---:|"]
+    lines = ["| robot | network | corrections | answers corrected | pos mean / median [mm] | rot mean / median [°] "
+             "| success 5 mm & 2° | FK per target | ms per 1,000 targets |", "|---|---|---:|---:|---|---|---:|---:|---:|"]
     for r in rows:
+        corrected = "—" if r["corrections"] == 0 else ("best" if r["branches"] == 1 else f"all {r['branches']}")
         lines.append(f"| {r['robot']} | {r['network']} | {r['corrections']}{' (open loop)' if r['corrections'] == 0 else ''} "
+                     f"| {corrected} "
                      f"| {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
                      f"| {100 * r['success_5mm_2deg']:.1f} % | {r['fk_per_target']:.2f} | {r['ms_per_1000']:.0f} |")
     return "\n".join(lines) + "\n"

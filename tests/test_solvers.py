@@ -342,14 +342,21 @@ def test_the_closed_loop_network_corrects_its_own_error_without_least_squares() 
     assert bool((score(closed) <= score(open_loop) + 1e-9).all())  # the best answer is kept: never worse
     assert closed.success.double().mean() > open_loop.success.double().mean() + 0.2  # measured: 21 % -> 74 %
     assert _in_limits(chain, closed.q) and bool(torch.isfinite(closed.q).all())
-    # several answers: choosing among them costs H FK per network call, and is counted
+    # several answers: choosing among them costs H FK, and is counted; each correction then costs one per followed answer
     seed = load_pretrained("irb120", "harmoatt_4answers")
     irb = Chain(robot_by_id("irb120"))
-    t = make_eval_set(irb, 99, 50).batch
+    t = make_eval_set(irb, 99, 300).batch
     assert bool((NeuralIK(seed, irb).solve(t.pos, t.quat).fk_evals == 4).all())
-    assert bool((NeuralIK(seed, irb, corrections=2).solve(t.pos, t.quat).fk_evals >= 5).all())
+    one = NeuralIK(seed, irb, corrections=2).solve(t.pos, t.quat)
+    every = NeuralIK(seed, irb, corrections=2, branches=4).solve(t.pos, t.quat)
+    assert bool(((one.fk_evals >= 4) & (one.fk_evals <= 4 + 2)).all()) and int(one.fk_evals.max()) > 4
+    assert bool(((every.fk_evals >= 4) & (every.fk_evals <= 4 + 2 * 4)).all()) and int(every.fk_evals.max()) > 6
+    # the best answer is followed in both: correcting the others as well can only add successes
+    assert bool((every.success | ~one.success).all()) and int(every.success.sum()) > int(one.success.sum())
     with pytest.raises(HikError, match="corrections"):
         NeuralIK(network, chain, corrections=-1)
+    with pytest.raises(HikError, match="branches"):
+        NeuralIK(network, chain, corrections=1, branches=0)
     controller = IKController.pretrained("g1", "closed_loop")
     assert controller.solver.corrections > 0 and controller.solver.network.card.model == "harmoatt"
 
@@ -415,11 +422,14 @@ def test_the_network_alone_is_not_charged_for_the_fk_that_reports_its_errors(irb
         assert result.wall_time >= 0.5 * (len(calls) - 1)
 
 
-@pytest.mark.parametrize("corrections", [0, 3])
+@pytest.mark.parametrize(("corrections", "branches", "shipped"), [(0, 1, False), (3, 1, False), (0, 1, True), (3, 1, True), (3, 4, True)])
 def test_one_target_takes_the_fast_path_and_agrees_with_the_batched_solve(irb120: Chain, tiny_network,  # noqa: ANN001
-                                                                          corrections: int) -> None:
+                                                                          corrections: int, branches: int, shipped: bool) -> None:
+    from hik_sim.policies import load_pretrained
+
     targets = make_eval_set(irb120, 14, 25).batch
-    solver = NeuralIK(tiny_network, irb120, corrections=corrections)
+    network = load_pretrained("irb120", "harmoatt_4answers") if shipped else tiny_network  # four answers, or one
+    solver = NeuralIK(network, irb120, corrections=corrections, branches=branches)
     batched = solver.solve(targets.pos, targets.quat)
     assert solver._fast is None  # a batch never builds it
     for i in range(25):

@@ -181,16 +181,16 @@ class IKNetwork(nn.Module):
         return self.solve_all(pos, quat)[:, 0]
 
     @torch.inference_mode()
-    def solve_all(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
-        """Every answer (B, H, n) for target poses, the chosen one first, then by how well they reach the target.
+    def candidates(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """Every answer (B, H, n) for target poses in the model's own order: answer h comes from output head h.
 
-        H = 1 for a network with a single answer; no gradients, in the network's dtype and device.
-        Targets may be tensors, arrays or nested lists (validated by :func:`as_targets`), quaternions
-        of any non-zero length. An empty batch (B = 0) answers an empty (0, H, n) tensor.
+        Unranked (:meth:`solve_all` ranks them), inside the joint limits, no gradients, in the network's
+        dtype and device. Following one head h across nearby targets follows one solution branch: what
+        the closed-loop corrections of :class:`~hik_sim.solvers.ik.NeuralIK` rely on. Targets as for
+        :meth:`solve_all`; an empty batch (B = 0) answers an empty (0, H, n) tensor.
 
         Raises:
-            HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, a position beyond
-                :data:`MAX_TARGET_DISTANCE`, or an answer that is not finite.
+            HikError: see :meth:`solve_all`.
         """
         param = next(self.parameters())
         pos, quat = as_targets(pos, quat)  # lists and arrays too; NaN, zero quaternions, absurd distances refused
@@ -199,13 +199,8 @@ class IKNetwork(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            pos, quat = pos.to(param), quat.to(param)
-            out = self(pos, quat, choose=False)
-            if out.candidates is None:
-                answers = out.q[:, None]
-            else:
-                order = self.rank(out.candidates, pos, quat)
-                answers = out.candidates.gather(1, order[:, :, None].expand_as(out.candidates))
+            out = self(pos.to(param), quat.to(param), choose=False)
+            answers = out.q[:, None] if out.candidates is None else out.candidates
         finally:
             self.train(was_training)
         # Inside the limits in the answer's own dtype: the model's squashing maps to the limits only up to rounding
@@ -217,3 +212,22 @@ class IKNetwork(nn.Module):
             raise ModelError(f"the network answered NaN or inf for targets {torch.nonzero(bad).flatten().tolist()[:10]}; "
                            "its weights are not finite or these targets overflow it")
         return answers
+
+    @torch.inference_mode()
+    def solve_all(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """Every answer (B, H, n) for target poses, the chosen one first, then by how well they reach the target.
+
+        H = 1 for a network with a single answer; no gradients, in the network's dtype and device.
+        Targets may be tensors, arrays or nested lists (validated by :func:`as_targets`), quaternions
+        of any non-zero length. An empty batch (B = 0) answers an empty (0, H, n) tensor.
+
+        Raises:
+            HikError: not real numbers, wrong shapes, NaN/inf, a zero quaternion, a position beyond
+                :data:`MAX_TARGET_DISTANCE`, or an answer that is not finite.
+        """
+        answers = self.candidates(pos, quat)
+        if self.hypotheses == 1 or answers.shape[0] == 0:
+            return answers
+        pos, quat = as_targets(pos, quat)
+        order = self.rank(answers, pos.to(answers), quat.to(answers))
+        return answers.gather(1, order[:, :, None].expand_as(answers))

@@ -230,48 +230,71 @@ def _result(chain: Chain, q: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor
 CLOSED_LOOP_CORRECTIONS = 5
 """Goal-shift corrections of the ``closed_loop`` policy (:class:`NeuralIK`): on the shipped networks
 most of the gain comes in the first 1–3 (benchmarks/closed_loop.py, docs/networks.md)."""
+CLOSED_LOOP_BRANCHES = 1
+"""Answers the ``closed_loop`` policy corrects (:class:`NeuralIK` ``branches``): the best one
+(benchmarks/closed_loop.py measures all of a network's answers beside it)."""
 
 
 class NeuralIK:
     """A trained network's answer, without any least-squares solver; optionally closed on its own error.
 
-    With ``corrections`` = 0 this is the network alone (open loop). With ``corrections`` = K > 0
-    the network closes the loop on the error of its own answer, still without a least-squares
-    solver: after each answer, FK says where that answer lands, and the network is asked again
+    With ``corrections`` = 0 this is the network alone (open loop): its chosen answer. With
+    ``corrections`` = K > 0 the network closes the loop on the error of its own answer, still
+    without a least-squares solver: FK says where an answer lands, and the network is asked again
     for a goal shifted by the remaining error (position: goal + (target − reached); orientation:
-    the residual rotation from the reached to the target orientation applied to the goal). Where
-    the network's error varies slowly over the workspace, a few corrections cancel most of it.
-    The best answer over the K + 1 (by position / tolerance + rotation / tolerance) is kept, and
-    a target stops as soon as its answer is within the tolerance, so a correction can only help.
-    ``fk_evals`` counts every FK: one per answer checked, and, for a network with H > 1 answers,
-    the H that each network call spends choosing among them.
+    the residual rotation from the reached to the target orientation applied to the goal), K times.
+    Where the network's error varies slowly over the workspace, a few corrections cancel most of it.
+
+    Each correction follows one answer: the same output head of a network with H answers, so the
+    same solution branch. One head's error varies slowly with the goal; which head is best does
+    not (it jumps where two answers are equally good), so re-choosing among the answers at every
+    correction can undo the last correction. The ``branches`` best answers of the open-loop call
+    are each corrected so, and the best answer seen over all of them (by position / tolerance +
+    rotation / tolerance) is kept; a target stops at the first correction round that brings one
+    within the tolerance, so a correction can only help.
+
+    ``fk_evals`` counts every FK: for the open-loop answer, the H that choose among a network's
+    answers (none with one answer); with corrections, one for every answer at the start (which
+    ranks them and says where each lands), then one per followed answer per correction.
 
     Args:
         network: the trained :class:`~hik_sim.learning.network.IKNetwork`.
         chain: the robot's chain (for the corrections and for reporting errors).
         tolerance: success criterion.
         corrections: K, goal-shift corrections per target (0: the network alone).
+        branches: how many of the network's answers, the best first, are each corrected (at most
+            its H answers; more is taken as H).
 
     Raises:
         SolverError: the network was made for another robot.
-        HikError: ``corrections`` < 0.
+        HikError: ``corrections`` < 0 or ``branches`` < 1.
     """
 
-    def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0) -> None:
+    def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0,
+                 branches: int = 1) -> None:
         check_network_fits(network, chain)
         if corrections < 0:
             raise SolverError(f"corrections must be >= 0, got {corrections}")
+        if branches < 1:
+            raise SolverError(f"branches must be >= 1 (how many of the network's answers to correct), got {branches}")
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
+        self.branches = min(branches, network.hypotheses)
         self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
         self._single_fk: Any = None
 
     def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
 
+    def _candidates(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        return self.chain.clamp(self.network.candidates(pos, quat).double().cpu())
+
     @property
     def _choice_fk(self) -> int:
         """FK evaluations one network call spends choosing among its answers (H for H > 1 answers, else 0)."""
         return self.network.hypotheses if self.network.hypotheses > 1 else 0
+
+    def _score(self, pos_err: torch.Tensor, rot_err: torch.Tensor) -> torch.Tensor:
+        return pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` is ignored (a network has no starting point)."""
@@ -279,38 +302,61 @@ class NeuralIK:
         pos, quat = check_targets(target_pos, target_quat)
         if pos.shape[0] == 1 and self._fast_path():
             return self._solve_one(pos, quat, start)
-        q = self._answer(pos, quat)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
         if self.corrections == 0 or pos.shape[0] == 0:
+            q = self._answer(pos, quat)
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
             return replace(result, wall_time=elapsed)
-        fk_evals = zeros + self._choice_fk
-        goal_pos, goal_quat = pos.clone(), quat.clone()
-        best_q, best_score = q.clone(), torch.full((pos.shape[0],), math.inf, dtype=torch.float64)
-        active = torch.ones(pos.shape[0], dtype=torch.bool)
-        for correction in range(self.corrections + 1):
-            index = active.nonzero().flatten()
-            if correction > 0:  # at 0 every target is active and q is the open-loop answer
-                q = self._answer(goal_pos[index], goal_quat[index])
-                fk_evals[index] += self._choice_fk
-            reached = self.chain.fk(q)
-            fk_evals[index] += 1
-            pos_err = position_error(reached.pos, pos[index])
-            rot_err = rotation_error(reached.quat, quat[index])
-            score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
-            better = score < best_score[index]
-            best_q[index[better]], best_score[index[better]] = q[better], score[better]
-            active[index[self.tolerance.met(pos_err, rot_err)]] = False
-            if not bool(active.any()):
-                break
-            goal_pos[index] = goal_pos[index] + (pos[index] - reached.pos)
-            residual = quaternion_multiply(quat[index], reached.quat * reached.quat.new_tensor([1.0, -1.0, -1.0, -1.0]))
-            shifted = quaternion_multiply(residual, goal_quat[index])
-            goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
+        best_q, fk_evals = self._corrected(pos, quat)
         elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
         return replace(result, wall_time=elapsed)
+
+    def _corrected(self, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,)."""
+        batch, hypotheses, followed, dof = pos.shape[0], self.network.hypotheses, self.branches, self.chain.dof
+        answers = self._candidates(pos, quat)  # (B, H, n), head order
+        reached = self.chain.fk(answers.reshape(batch * hypotheses, dof))
+        pos_err = position_error(reached.pos, pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
+        rot_err = rotation_error(reached.quat, quat.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
+        score = self._score(pos_err, rot_err)
+        heads = score.argsort(dim=1, stable=True)[:, :followed]  # (B, F): the answers followed, best first
+        fk_evals = torch.full((batch,), hypotheses, dtype=torch.int64)
+        # one row per (target, followed answer), target-major: its head, goal, answer and where it lands
+        rows = torch.arange(batch).repeat_interleave(followed)
+        head = heads.flatten()
+        pick = rows * hypotheses + head
+        q = answers.reshape(batch * hypotheses, dof)[pick]
+        reached_pos, reached_quat = reached.pos[pick], reached.quat[pick]
+        goal_pos, goal_quat = pos[rows].clone(), quat[rows].clone()
+        best_q = answers[torch.arange(batch), heads[:, 0]].clone()
+        best_score = score.gather(1, heads[:, :1]).flatten()
+        done = self.tolerance.met(pos_err.gather(1, heads[:, :1]).flatten(), rot_err.gather(1, heads[:, :1]).flatten())
+        for _ in range(self.corrections):
+            index = (~done[rows]).nonzero().flatten()
+            if index.numel() == 0:
+                break
+            target_pos, target_quat = pos[rows[index]], quat[rows[index]]
+            goal_pos[index] = goal_pos[index] + (target_pos - reached_pos[index])
+            residual = quaternion_multiply(target_quat, reached_quat[index] * reached_quat.new_tensor([1.0, -1.0, -1.0, -1.0]))
+            shifted = quaternion_multiply(residual, goal_quat[index])
+            goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
+            q[index] = self._candidates(goal_pos[index], goal_quat[index])[torch.arange(index.numel()), head[index]]
+            now = self.chain.fk(q[index])
+            reached_pos[index], reached_quat[index] = now.pos, now.quat
+            fk_evals.index_add_(0, rows[index], torch.ones_like(index))
+            pos_now, rot_now = position_error(now.pos, target_pos), rotation_error(now.quat, target_quat)
+            round_score = torch.full((batch * followed,), math.inf, dtype=torch.float64)
+            round_score[index] = self._score(pos_now, rot_now)
+            round_best, branch = round_score.view(batch, followed).min(dim=1)
+            better = round_best < best_score
+            best_score[better] = round_best[better]
+            best_q[better] = q.view(batch, followed, dof)[better, branch[better]]
+            met = torch.zeros(batch * followed, dtype=torch.bool)
+            met[index] = self.tolerance.met(pos_now, rot_now)
+            done |= met.view(batch, followed).any(dim=1)
+        return best_q, fk_evals
 
     def _fast_path(self) -> bool:
         """Build the batch-1 path once: :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs a pose,
@@ -337,40 +383,57 @@ class NeuralIK:
     def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
         """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
         the fast forward pass's 1e-5) and the same FK count as the batched path."""
-        mujoco = self._mujoco
-        def answer(goal_pos: np.ndarray, goal_quat: np.ndarray) -> np.ndarray:
-            return np.clip(self._fast.solve(goal_pos, goal_quat), *self._limits)
-
         target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
-        q, fk_evals = answer(target_pos, target_quat), self._choice_fk
         if self.corrections:
-            goal_pos, goal_quat = target_pos.copy(), target_quat.copy()
-            best_q, best_score = q, math.inf
-            residual, shifted, conjugate = np.empty(4), np.empty(4), np.empty(4)
-            for correction in range(self.corrections + 1):
-                if correction > 0:
-                    q = answer(goal_pos, goal_quat)
-                    fk_evals += self._choice_fk
-                reached = self._single_fk.fk(q)
-                fk_evals += 1
-                mujoco.mju_negQuat(conjugate, reached.quat)
-                mujoco.mju_mulQuat(residual, target_quat, conjugate)  # the rotation still to go, world frame
-                pos_err = float(np.linalg.norm(target_pos - reached.pos))
-                rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
-                score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
-                if score < best_score:
-                    best_q, best_score = q, score
-                if self.tolerance.met(pos_err, rot_err):
-                    break
-                goal_pos = goal_pos + (target_pos - reached.pos)
-                mujoco.mju_mulQuat(shifted, residual, goal_quat)
-                goal_quat = shifted / np.linalg.norm(shifted)
-            q = best_q
+            q, fk_evals = self._corrected_one(target_pos, target_quat)
+        else:
+            q, fk_evals = np.clip(self._fast.solve(target_pos, target_quat), *self._limits), self._choice_fk
         elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
         one = torch.ones(1, dtype=torch.int64)
         result = _result(self.chain, torch.from_numpy(np.array(q, dtype=np.float64))[None], pos, quat, self.tolerance, 0 * one,
                          fk_evals * one, 0 * one, start)
         return replace(result, wall_time=elapsed)
+
+    def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, int]:
+        """:meth:`_corrected` for one target (3,), (4,): the best corrected answer (n,) and the FK it spent."""
+        mujoco, fast, limits = self._mujoco, self._fast, self._limits
+        conjugate = np.empty(4)
+
+        def land(q: np.ndarray) -> tuple[float, bool, np.ndarray, np.ndarray]:
+            """Where answer q lands: its score, whether it is within the tolerance, its position and
+            the rotation still to go from it to the target (world frame)."""
+            reached = self._single_fk.fk(q)
+            residual = np.empty(4)
+            mujoco.mju_negQuat(conjugate, reached.quat)
+            mujoco.mju_mulQuat(residual, target_quat, conjugate)
+            pos_err = float(np.linalg.norm(target_pos - reached.pos))
+            rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
+            score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
+            return score, self.tolerance.met(pos_err, rot_err), reached.pos.copy(), residual
+
+        answers = np.clip(fast.candidates(target_pos, target_quat), *limits)  # (H, n), head order
+        landed = [land(q) for q in answers]
+        fk_evals = len(answers)
+        heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
+        best_q, (best_score, done) = answers[heads[0]], landed[heads[0]][:2]
+        branches = [[head, target_pos.copy(), target_quat.copy(), landed[head][2], landed[head][3]] for head in heads]
+        shifted = np.empty(4)
+        for _ in range(self.corrections):
+            if done:
+                break
+            for branch in branches:  # every followed answer once a round, as the batched path does
+                head, goal_pos, goal_quat, reached_pos, residual = branch
+                goal_pos = goal_pos + (target_pos - reached_pos)
+                mujoco.mju_mulQuat(shifted, residual, goal_quat)
+                goal_quat = shifted / np.linalg.norm(shifted)
+                q = np.clip(fast.candidates(goal_pos, goal_quat)[head], *limits)
+                score, met, reached_pos, residual = land(q)
+                fk_evals += 1
+                branch[1:] = [goal_pos, goal_quat, reached_pos, residual]
+                if score < best_score:
+                    best_q, best_score = q, score
+                done = done or met
+        return best_q, fk_evals
 
 
 class LMRun(NamedTuple):
