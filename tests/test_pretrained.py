@@ -95,6 +95,19 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
     assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-4)
 
 
+@pytest.mark.parametrize("name", [n for n in pretrained_names() if n.endswith("/harmoatt_4answers")])
+def test_every_four_answer_network_is_true_to_its_card(name: str) -> None:
+    """Its card's validation figures rerun (rel 1e-4: the choice among the answers is made in float32)."""
+    robot, stem = name.split("/")
+    network = load_pretrained(robot, stem)
+    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options.get("trunk") in ("dense", "map")
+    chain = Chain(robot_by_id(robot))
+    targets = make_eval_set(chain, network.card.eval_set["seed"], network.card.eval_set["size"])
+    metrics = evaluate_network(network, chain, targets)
+    for key in ("pos_mean_mm", "rot_mean_deg"):
+        assert metrics[key] == pytest.approx(network.card.metrics[key], rel=1e-4)
+
+
 def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     import gymnasium as gym
 
