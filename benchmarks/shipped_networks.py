@@ -50,8 +50,8 @@ def measure(robot_name: str, name: str, targets: int) -> dict[str, Any]:
 
 
 def goal_gap(row: dict[str, Any]) -> str:
-    """Where a HarmoAtt-IK row stands against issue 13's goals ("met", or what is missing)."""
-    if row["model"] != "harmoatt" or row["answers"] != 1 or row["name"] != "harmoatt":
+    """Where a full-joint-space HarmoAtt-IK row (one answer or four) stands against issue 13's goals ("met", or what is missing)."""
+    if row["model"] != "harmoatt" or row["name"] not in ("harmoatt", "harmoatt_4answers"):
         return ""
     pos, rot, success = GOALS.get(row["robot"], GOALS["default"])
     m = row["test"]
