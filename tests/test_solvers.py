@@ -361,18 +361,24 @@ def test_the_closed_loop_network_corrects_its_own_error_without_least_squares() 
     assert controller.solver.corrections > 0 and controller.solver.network.card.model == "harmoatt"
 
 
+def _count_lm_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the batch size of every LMRefiner.refine call (the list fills as the solver runs)."""
+    sizes: list[int] = []
+    original = LMRefiner.refine
+
+    def counting(self, pos, quat, q):  # noqa: ANN001, ANN202
+        sizes.append(pos.shape[0])
+        return original(self, pos, quat, q)
+
+    monkeypatch.setattr(LMRefiner, "refine", counting)
+    return sizes
+
+
 @pytest.mark.slow
 def test_multistart_with_the_papers_definition_runs_every_start_and_keeps_the_best(irb120: Chain,
                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     targets = make_eval_set(irb120, 11, 40).batch
-    runs = []
-    original = LMRefiner.refine
-
-    def counting(self, pos, quat, q):  # noqa: ANN001, ANN202
-        runs.append(pos.shape[0])
-        return original(self, pos, quat, q)
-
-    monkeypatch.setattr(LMRefiner, "refine", counting)
+    runs = _count_lm_batches(monkeypatch)
     early = MultistartIK(LMRefiner(irb120), starts=10, seed=3).solve(targets.pos, targets.quat)
     early_runs = sum(runs)
     runs.clear()
@@ -503,14 +509,7 @@ def test_hybrid_restarts_only_targets_short_of_exact(irb120: Chain, monkeypatch:
     near = irb120.fk(irb120.clamp(answers[torch.tensor([0, 1, 0])] + 0.02))  # LM from an answer reaches these exactly
     far = make_eval_set(irb120, 15, 5).batch  # these need random restarts
     pos, quat = torch.cat((near.pos, far.pos)), torch.cat((near.quat, far.quat))
-    rows = []
-    original = LMRefiner.refine
-
-    def counting(self, pos, quat, q):  # noqa: ANN001, ANN202
-        rows.append(pos.shape[0])
-        return original(self, pos, quat, q)
-
-    monkeypatch.setattr(LMRefiner, "refine", counting)
+    rows = _count_lm_batches(monkeypatch)
     few = HybridIK(network, LMRefiner(irb120), restarts=1).solve(pos, quat)
     rows.clear()
     many = HybridIK(network, LMRefiner(irb120), restarts=49).solve(pos, quat)
