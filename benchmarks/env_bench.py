@@ -3,7 +3,7 @@
 Reach: ``--episodes`` episodes (default 200) of ``hik_sim/Reach-<robot>-v0``, each a new reachable
 goal from home; success = the errors stay within 5 mm and 2° for 5 steps before the 5 s limit.
 Reported: success rate, mean time to reach [s], IK latency per control step (median, p95) [ms],
-solver failures per episode (the JSON: :func:`hik_sim.evaluation.metrics.reach_metrics`, totals).
+solver failures per episode, joint-limit violations (control steps ending outside a limit; the largest excess [mrad]) (the JSON: :func:`hik_sim.evaluation.metrics.reach_metrics`, totals).
 
 Track: ``--track-episodes`` episodes (default 10) of ``hik_sim/Track-<robot>-v0`` with a
 figure-eight (and the other trajectories with ``--all-trajectories``) at ``--speed`` (0.1 m/s);
@@ -61,19 +61,26 @@ def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, p
             "mean_size_m": statistics.fmean(run.reset_info["size"] for run in runs), **track_metrics(runs)}
 
 
+def _violations(row: dict[str, object]) -> str:
+    """Control steps that ended with a joint outside its limits, and the largest excess [mrad]."""
+    return f"{row['joint_limit_violations']}; {1000 * float(row['joint_limit_excess_max_rad']):.1f}"  # type: ignore[arg-type]
+
+
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
     """Both tables."""
-    lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] | solver failures / episode |",
-             "|---|---|---:|---:|---:|---|---:|"]
+    lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] "
+             "| solver failures / episode | limit violations (steps; largest [mrad]) |",
+             "|---|---|---:|---:|---:|---|---:|---:|"]
     for r in reach_rows:
         reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
         lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_5mm_2deg']:.1f} % | {reach_time} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} |")
-    lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] |",
-              "|---|---|---|---:|---:|---|---:|"]
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} | {_violations(r)} |")
+    lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] "
+              "| limit violations (steps; largest [mrad]) |",
+              "|---|---|---|---:|---:|---|---:|---:|"]
     for r in track_rows:
         lines.append(f"| {robot} | {r['controller']} | {r['trajectory']} | {r['speed_m_s']:.2f} | {r['mean_size_m']:.3f} "
-                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} |")
+                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} | {_violations(r)} |")
     return "\n".join(lines) + "\n"
 
 

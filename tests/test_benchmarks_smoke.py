@@ -242,6 +242,20 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert "| irb120 | harmoatt_4answers | 0 (open loop) | — |" in table and "| 2 | all 4 |" in table
 
 
+def test_env_bench_reports_reach_track_and_the_joint_limit_excess(tmp_path: Path) -> None:
+    env_bench = _load_script("env_bench")
+    argv = ["--robot", "irb120", "--controllers", "lm", "--episodes", "3", "--track-episodes", "1", "--out", str(tmp_path), "--no-progress"]
+    assert env_bench.main(argv) == 0
+    record = json.loads((tmp_path / "env_irb120.json").read_text())
+    (reach,), (track,) = record["reach"], record["track"]
+    assert reach["episodes"] == 3 and reach["success_5mm_2deg"] == 1.0  # the LM controller holds every goal
+    assert track["pos_rms_mm"] < 3.0
+    for row in (reach, track):  # servo targets at the joint-speed limit keep the joints inside (to MuJoCo's soft limits)
+        assert 0.0 <= row["joint_limit_excess_max_rad"] < 1e-3
+    table = (tmp_path / "env_irb120.md").read_text()
+    assert f"| {reach['joint_limit_violations']}; {1000 * reach['joint_limit_excess_max_rad']:.1f} |" in table
+
+
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:
     study = _load_script("recipe_study")
     argv = ["--quick", "--minutes", "0.01", "--robots", "irb120", "--variants", "baseline", "batch_256", "hard_25",

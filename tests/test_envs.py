@@ -86,7 +86,34 @@ def test_bad_actions_raise_and_out_of_range_is_clipped() -> None:
         env.step(np.zeros(5))
     env.step(np.full(6, 100.0))
     ctrl = env.unwrapped.data.ctrl[env.unwrapped.scene.chain_actuators]
-    assert np.allclose(ctrl, env.unwrapped.upper)
+    assert np.all(ctrl <= env.unwrapped.upper)  # on its way to the upper limits, at the joint-speed limit
+    unlimited = gym.make("hik_sim/Reach-irb120-v0", max_joint_speed=None)
+    unlimited.reset(seed=0)
+    unlimited.step(np.full(6, 100.0))
+    assert np.allclose(unlimited.unwrapped.data.ctrl[unlimited.unwrapped.scene.chain_actuators], unlimited.unwrapped.upper)
+
+
+@pytest.mark.parametrize("robot", robot_names())
+def test_servo_targets_move_at_the_joint_speed_limit_and_joints_stay_inside_their_limits(robot: str) -> None:
+    """A policy that jumps from one end of the range to the other: the servo targets follow at
+    ``max_joint_speed`` and reach the action; the joints end no more than a few mrad outside their
+    limits (MuJoCo's limits are soft). Without the limit TALOS's wrist overshot by 0.1 rad."""
+    from hik_sim.envs.base import MAX_JOINT_SPEED
+
+    env = gym.make(f"hik_sim/Reach-{robot}-v0")
+    base = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    lower, upper = base.lower, base.upper
+    actuators = base.scene.chain_actuators
+    worst = 0.0
+    for step in range(60):
+        target = np.where(np.arange(len(lower)) % 2 == (step // 20) % 2, upper, lower)  # alternating ends, every 20 steps
+        before = base.data.ctrl[actuators].copy()
+        obs, *_ = env.step(target)
+        moved = np.abs(base.data.ctrl[actuators] - before)
+        assert np.all(moved <= MAX_JOINT_SPEED * base.dt + 1e-9)
+        worst = max(worst, float(np.max(np.maximum(lower - obs["joint_pos"], obs["joint_pos"] - upper))))
+    assert worst < 5e-3, f"{robot}: a joint ended {worst:.4f} rad outside its limits"
 
 
 def test_reach_goals_are_reachable_by_construction_or_marked_unreachable() -> None:

@@ -2,13 +2,15 @@
 
 :class:`RobotGoalEnv` builds the scene (:func:`hik_sim.sim.build_scene`, cached per robot), takes
 joint position targets for the IK chain as actions, steps the physics ``frame_skip`` times per
-action, and observes the chain's joints, the end-effector pose and a goal pose, all in the chain's
+action (the servos' targets move towards the action at no more than ``max_joint_speed``, as a
+robot's own joint controller would; see :data:`MAX_JOINT_SPEED`), and observes the chain's joints, the end-effector pose and a goal pose, all in the chain's
 base frame. Subclasses choose the goal. No torch is imported.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +24,17 @@ from hik_sim.sim import Scene, build_scene, ensure_headless_gl
 from hik_sim.solvers.single_target import SingleTargetKinematics
 from hik_sim.kinematics.tolerances import SUCCESS, rotation_angle
 
-__all__ = ["RobotGoalEnv", "resolve_robot", "cached_scene"]
+__all__ = ["MAX_JOINT_SPEED", "RobotGoalEnv", "resolve_robot", "cached_scene"]
+
+MAX_JOINT_SPEED = 4.0
+"""[rad/s] (or m/s for a prismatic joint): how fast the servos' targets may move towards an action,
+by default. The scenes' servos are ideal (no effort limit), so a target that jumps across the range
+accelerates heavy links so hard that the coupling throws light joints past their limits (0.1 rad
+and more on TALOS's wrist before this limit); MuJoCo's joint limits are soft and give way that
+far at such speeds. A robot's own joint controller does not pass a jump on either: it moves the
+setpoint at a rated speed. 4 rad/s is the order of an arm joint's rated speed (the IRB120's URDF
+gives 4.4–7.3 rad/s, the Panda's 2.2–2.6, Romeo's 1.1–4); ``max_joint_speed=None`` passes every
+action to the servos at once, as before."""
 
 
 def resolve_robot(robot: str | RobotSpec | None, urdf: str | None, base: str | None, ee: str | None) -> RobotSpec:
@@ -75,9 +87,12 @@ class RobotGoalEnv(gym.Env):
         width: rendered width [px].
         height: rendered height [px].
         camera: ``workspace`` or ``overview``.
+        max_joint_speed: the servos' targets move from the last one towards the action at no more
+            than this speed [rad/s], every physics step (:data:`MAX_JOINT_SPEED`); ``None``: they
+            take the action at once.
 
     Raises:
-        HikError: a bad robot, render mode, camera or tolerance.
+        HikError: a bad robot, render mode, camera, tolerance or speed.
         SceneError: with ``render_mode="rgb_array"``, a size outside the scene's offscreen buffer
             (1280 × 960 px by default), found here rather than at the first render.
     """
@@ -88,7 +103,7 @@ class RobotGoalEnv(gym.Env):
                  ee: str | None = None, frame_skip: int = 10, position_tolerance: float = SUCCESS.position,
                  rotation_tolerance: float = SUCCESS.rotation, rotation_weight: float = 0.1,
                  render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace",
-                 **unknown: Any) -> None:
+                 max_joint_speed: float | None = MAX_JOINT_SPEED, **unknown: Any) -> None:
         if unknown:  # else gymnasium.make answers a TypeError from deep inside the constructor
             raise EnvError(f"unknown keyword arguments {sorted(unknown)} for {type(self).__name__}; keywords are: "
                            f"{', '.join(self._keywords())}")
@@ -98,6 +113,10 @@ class RobotGoalEnv(gym.Env):
             raise EnvError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
             raise EnvError("frame_skip must be >= 1, tolerances positive and rotation_weight >= 0")
+        if max_joint_speed is not None and not (isinstance(max_joint_speed, (int, float, np.floating)) and not isinstance(max_joint_speed, bool)
+                                                and math.isfinite(max_joint_speed) and max_joint_speed > 0):
+            raise EnvError(f"max_joint_speed must be a positive finite speed [rad/s] or None (no limit), got {max_joint_speed!r}")
+        self.max_joint_speed = None if max_joint_speed is None else float(max_joint_speed)
         self.robot = resolve_robot(robot, urdf, base, ee)
         self.scene = cached_scene(self.robot)
         cameras = [self.scene.model.camera(i).name for i in range(self.scene.model.ncam)]
@@ -196,8 +215,20 @@ class RobotGoalEnv(gym.Env):
         if not np.isfinite(action).all():
             raise EnvError(f"action must be finite, got {action}")
         action = np.clip(action, self.lower, self.upper)
-        self.data.ctrl[self.scene.chain_actuators] = action
-        mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
+        actuators = self.scene.chain_actuators
+        if self.max_joint_speed is None:
+            self.data.ctrl[actuators] = action
+            mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
+            return action
+        start = self.data.ctrl[actuators].copy()
+        step = self.max_joint_speed * self.model.opt.timestep  # largest change of a target in one physics step
+        for k in range(1, self.frame_skip + 1):
+            reached = np.abs(action - start) <= k * step
+            self.data.ctrl[actuators] = np.where(reached, action, start + np.sign(action - start) * k * step)
+            if reached.all():  # hold the action for the remaining physics steps
+                mujoco.mj_step(self.model, self.data, nstep=self.frame_skip - k + 1)
+                break
+            mujoco.mj_step(self.model, self.data)
         return action
 
     def render(self) -> np.ndarray | None:

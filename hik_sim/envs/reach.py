@@ -59,12 +59,16 @@ class ReachEnv(RobotGoalEnv):
     50 Hz), ``position_tolerance`` (0.005 m), ``rotation_tolerance`` (2° in rad),
     ``rotation_weight`` (0.1 m/rad), ``hold_steps`` (5), ``unreachable_probability`` (0),
     ``start_noise`` (0 rad), ``render_mode`` (``rgb_array``, ``human`` or None), ``width`` (480) and
-    ``height`` (360) [px], ``camera`` (``workspace`` or ``overview``). An unknown keyword raises
+    ``height`` (360) [px], ``camera`` (``workspace`` or ``overview``), ``max_joint_speed`` (4 rad/s:
+    the servos' targets move towards the action at no more than this speed, as a robot's joint
+    controller moves its setpoint; None passes an action to the servos at once). An unknown keyword raises
     :class:`~hik_sim.errors.HikError` listing the valid ones. The time limit counts steps, so another
     ``frame_skip`` changes the episode's duration in seconds.
 
     ## Version History
-    - v0: first release.
+    - v0: first release. Since 2026-11-30 the servos' targets move at ``max_joint_speed`` (4 rad/s)
+      instead of jumping to each action, which threw light joints up to 0.35 rad past their limits;
+      ``max_joint_speed=None`` gives the first behaviour.
     """
 
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,

@@ -60,12 +60,12 @@ class TrackEnv(RobotGoalEnv):
     ``trajectory``: ``circle`` (default), ``figure_eight``, ``line`` or ``waypoints``; ``speed``
     (0.1 m/s) and ``size`` (0.1 m). Further keywords as in Reach, with the same defaults:
     ``frame_skip``, ``position_tolerance``, ``rotation_tolerance``, ``rotation_weight``,
-    ``render_mode``, ``width``, ``height``, ``camera`` (not ``hold_steps``,
+    ``render_mode``, ``width``, ``height``, ``camera``, ``max_joint_speed`` (not ``hold_steps``,
     ``unreachable_probability`` or ``start_noise``). A chain of fewer than 6 joints raises
     :class:`~hik_sim.errors.HikError`.
 
     ## Version History
-    - v0: first release.
+    - v0: first release. Since 2026-11-30 the servos' targets move at ``max_joint_speed`` (4 rad/s), as in Reach.
     """
 
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,

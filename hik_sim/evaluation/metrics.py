@@ -84,12 +84,14 @@ def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch:
 
 
 def _control_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
-    """What every closed-loop table reports: IK latency per control step, limit violations, solver failures."""
+    """What every closed-loop table reports: IK latency per control step, limit violations (steps, and
+    the largest excess [rad]), solver failures."""
     latency_ms = 1000 * np.concatenate([e.ik_time for e in episodes])
     return {
         "ik_latency_median_ms": float(np.median(latency_ms)),
         "ik_latency_p95_ms": float(np.percentile(latency_ms, 95)),
         "joint_limit_violations": sum(e.joint_limit_violations for e in episodes),
+        "joint_limit_excess_max_rad": max(e.limit_excess for e in episodes),
         "solver_failures": sum(e.solver_failures for e in episodes),
     }
 
@@ -107,7 +109,8 @@ def reach_metrics(episodes: Sequence[Episode]) -> dict[str, float | int | None]:
         [0, 1]); ``success_10mm_20deg`` (the last errors within 10 mm & 20°); ``time_to_reach_s`` (mean
         over the successful episodes, None if none); ``final_pos_mean_mm``, ``final_rot_mean_deg``;
         ``ik_latency_median_ms``, ``ik_latency_p95_ms``; ``joint_limit_violations`` and
-        ``solver_failures`` (totals over the episodes).
+        ``solver_failures`` (totals over the episodes); ``joint_limit_excess_max_rad`` (the farthest
+        a joint was outside its limits, over the episodes).
 
     Raises:
         HikError: no episodes, or an episode without a step.
@@ -133,7 +136,7 @@ def track_metrics(episodes: Sequence[Episode], settle: float = TRACK_SETTLE) -> 
     Returns:
         ``episodes``; ``pos_rms_mm``, ``pos_p95_mm``, ``pos_max_mm``, ``rot_rms_deg`` over every step
         after ``settle`` of every episode; ``ik_latency_median_ms``, ``ik_latency_p95_ms``;
-        ``joint_limit_violations`` and ``solver_failures`` (totals).
+        ``joint_limit_violations`` and ``solver_failures`` (totals); ``joint_limit_excess_max_rad``.
 
     Raises:
         HikError: no episodes, an episode without a step, or none longer than ``settle``.

@@ -52,6 +52,8 @@ class Episode:
         ik_time: (T,) the solver's wall time at each control step [s].
         joint_limit_violations: control steps that ended with a chain joint more than
             :data:`LIMIT_SLACK` outside its limits.
+        limit_excess: the farthest a chain joint was outside its limits at the end of a control
+            step [rad, or m for a prismatic joint]; 0 when none was.
         solver_failures: control steps at which the policy's solver missed its tolerance.
         success: the environment's ``is_success`` at the end (Reach: 5 mm & 2° held for 5 steps, the
             episode's end; Track: within 5 mm & 2° at the last step).
@@ -72,6 +74,7 @@ class Episode:
     truncated: bool
     reset_info: dict[str, Any] = field(default_factory=dict, repr=False)
     recording: Recording | None = field(default=None, repr=False)
+    limit_excess: float = 0.0
 
     @property
     def steps(self) -> int:
@@ -120,14 +123,16 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
         recording.capture(env, 0.0, info)
     failures_before = policy.failures
     times, pos_err, rot_err, ik_time = [0.0], [info["pos_err"]], [info["rot_err"]], []
-    violations, terminated, truncated, step = 0, False, False, 0
+    violations, excess, terminated, truncated, step = 0, 0.0, False, False, 0
     while not (terminated or truncated) and (max_steps is None or step < max_steps):
         action = policy(obs)
         ik_time.append(policy.last_result[0].wall_time)
         obs, _, terminated, truncated, info = env.step(action)
         step += 1
         q = obs["joint_pos"]
-        violations += int(np.any(q < base.lower - LIMIT_SLACK) or np.any(q > base.upper + LIMIT_SLACK))
+        outside = float(np.max(np.maximum(base.lower - q, q - base.upper)))
+        violations += int(outside > LIMIT_SLACK)
+        excess = max(excess, outside)
         times.append(step * base.dt)
         pos_err.append(info["pos_err"])
         rot_err.append(info["rot_err"])
@@ -137,5 +142,5 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
     return Episode(time=np.asarray(times), pos_err=np.asarray(pos_err, dtype=float), rot_err=np.asarray(rot_err, dtype=float),
                    ik_time=np.asarray(ik_time, dtype=float), joint_limit_violations=violations,
                    solver_failures=policy.failures - failures_before, success=bool(info.get("is_success", False)),
-                   terminated=bool(terminated), truncated=truncated,
+                   terminated=bool(terminated), truncated=truncated, limit_excess=excess,
                    reset_info=reset_info, recording=recording)
