@@ -197,6 +197,7 @@ CLI_CORPUS = [
     ("train", ["--lr", "nan"], r"lr and grad_clip must be positive"),
     ("train", ["--lr", "-1"], r"lr and grad_clip must be positive"),
     ("train", ["--lr", "inf"], r"lr .*finite"),
+    ("train", ["--warmup-steps", "-1"], r"warmup_steps >= 0; .*warmup_steps=-1"),
     ("train", ["--minutes", "nan"], r"minutes must be positive, got nan"),
     ("train", ["--minutes", "-5"], r"minutes must be positive, got -5"),
     ("train", ["--checkpoint-minutes", "0"], r"checkpoint_minutes must be positive"),

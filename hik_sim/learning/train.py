@@ -667,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
                              "regression, composite otherwise)")
     parser.add_argument("--schedule", choices=SCHEDULES, default=defaults.schedule,
                         help="learning rate after the warm-up (default cosine over the budget; constant: the peak rate)")
+    parser.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps,
+                        help=f"steps of the linear warm-up to the peak rate (default {defaults.warmup_steps}); a run "
+                             "--init-from a trained network starts with a fresh optimiser, see docs/training.md")
     parser.add_argument("--sampling", choices=SAMPLINGS, default=defaults.sampling,
                         help="where training configurations fall (default uniform; limits: a share near the joint limits; "
                              "hard: a share replays the previous batch's worst-served configurations)")
@@ -714,7 +717,8 @@ def main(argv: list[str] | None = None) -> int:
                              eval_size=args.eval_size, eval_every=args.eval_every, compile=args.compile,
                              init_from=str(args.init_from) if args.init_from is not None else None,
                              checkpoint_minutes=args.checkpoint_minutes, objective=args.objective,
-                             schedule=args.schedule, sampling=args.sampling, tail_fraction=args.tail_fraction)
+                             schedule=args.schedule, sampling=args.sampling, tail_fraction=args.tail_fraction,
+                             warmup_steps=args.warmup_steps)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress, tensorboard=args.tensorboard)
     except ValueError as exc:  # float("x") in --fix-joint
