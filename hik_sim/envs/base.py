@@ -3,8 +3,9 @@
 :class:`RobotGoalEnv` builds the scene (:func:`hik_sim.sim.build_scene`, cached per robot), takes
 joint position targets for the IK chain as actions, steps the physics ``frame_skip`` times per
 action (the servos' targets move towards the action at no more than ``max_joint_speed``, as a
-robot's own joint controller would; see :data:`MAX_JOINT_SPEED`), and observes the chain's joints, the end-effector pose and a goal pose, all in the chain's
-base frame. Subclasses choose the goal. No torch is imported.
+robot's own joint controller would; see :data:`MAX_JOINT_SPEED`), and observes the chain's
+joints, the end-effector pose and a goal pose, all in the chain's base frame. Subclasses choose
+the goal. No torch is imported.
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ class RobotGoalEnv(gym.Env):
             raise EnvError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
             raise EnvError("frame_skip must be >= 1, tolerances positive and rotation_weight >= 0")
-        if max_joint_speed is not None and not (isinstance(max_joint_speed, (int, float, np.floating)) and not isinstance(max_joint_speed, bool)
-                                                and math.isfinite(max_joint_speed) and max_joint_speed > 0):
+        a_speed = isinstance(max_joint_speed, (int, float, np.floating)) and not isinstance(max_joint_speed, bool)
+        if max_joint_speed is not None and not (a_speed and math.isfinite(max_joint_speed) and max_joint_speed > 0):
             raise EnvError(f"max_joint_speed must be a positive finite speed [rad/s] or None (no limit), got {max_joint_speed!r}")
         self.max_joint_speed = None if max_joint_speed is None else float(max_joint_speed)
         self.robot = resolve_robot(robot, urdf, base, ee)
