@@ -35,7 +35,7 @@ import gymnasium as gym
 from tqdm.auto import tqdm
 
 import hik_sim.envs  # noqa: F401  (registration)
-from hik_sim.evaluation.metrics import reach_metrics, track_metrics
+from hik_sim.evaluation.metrics import limit_violations_text, reach_metrics, track_metrics
 from hik_sim.evaluation.rollout import rollout
 from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
 from hik_sim.envs.trajectories import TRAJECTORIES
@@ -61,11 +61,6 @@ def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, p
             "mean_size_m": statistics.fmean(run.reset_info["size"] for run in runs), **track_metrics(runs)}
 
 
-def _violations(row: dict[str, object]) -> str:
-    """Control steps that ended with a joint outside its limits, and the largest excess [mrad]."""
-    return f"{row['joint_limit_violations']}; {1000 * float(row['joint_limit_excess_max_rad']):.1f}"  # type: ignore[arg-type]
-
-
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
     """Both tables."""
     lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] "
@@ -74,13 +69,13 @@ def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[d
     for r in reach_rows:
         reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
         lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_5mm_2deg']:.1f} % | {reach_time} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} | {_violations(r)} |")
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} | {limit_violations_text(r)} |")
     lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] "
               "| limit violations (steps; largest [mrad]) |",
               "|---|---|---|---:|---:|---|---:|---:|"]
     for r in track_rows:
         lines.append(f"| {robot} | {r['controller']} | {r['trajectory']} | {r['speed_m_s']:.2f} | {r['mean_size_m']:.3f} "
-                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} | {_violations(r)} |")
+                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} | {limit_violations_text(r)} |")
     return "\n".join(lines) + "\n"
 
 

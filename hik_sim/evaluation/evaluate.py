@@ -450,11 +450,6 @@ def _seconds(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def _violations(metrics: dict[str, Any]) -> str:
-    """Limit violations for a table: the control steps that ended outside a limit, and the largest excess [mrad]."""
-    return f"{metrics['joint_limit_violations']}; {1000 * metrics.get('joint_limit_excess_max_rad', 0.0):.1f}"
-
-
 def _write_csv(report: dict[str, Any], path: Path) -> None:
     rows = []
     for policy, entry in report["policies"].items():
@@ -469,6 +464,8 @@ def _write_csv(report: dict[str, Any], path: Path) -> None:
 
 def summary_markdown(report: dict[str, Any]) -> str:
     """The run's tables, as Markdown."""
+    from hik_sim.evaluation.metrics import limit_violations_text
+
     lines = [f"# Evaluation of {report['robot']['name']} ({report['robot']['dof']} DOF)", "",
              "## IK accuracy (open loop)", "",
              "| policy | pos mean / median / p95 [mm] | rot mean / median / p95 [°] | success 5 mm & 2° | 10 mm & 20° | ms / target |",
@@ -486,7 +483,7 @@ def summary_markdown(report: dict[str, Any]) -> str:
                 m = e["reach"]
                 lines.append(f"| {name} | {m['episodes']} | {100 * m['success_5mm_2deg']:.0f} % | {100 * m['success_10mm_20deg']:.0f} % "
                              f"| {_seconds(m['time_to_reach_s'])} | {m['ik_latency_median_ms']:.2f} / {m['ik_latency_p95_ms']:.2f} "
-                             f"| {_violations(m)} | {m['solver_failures']} |")
+                             f"| {limit_violations_text(m)} | {m['solver_failures']} |")
     if any("track" in e for e in report["policies"].values()):
         lines += ["", f"## Track ({report['config']['trajectory']}, {report['config']['speed']} m/s; errors after the first second)", "",
                   "| policy | episodes | position RMS / p95 / max [mm] | rotation RMS [°] | IK latency median [ms] "
@@ -496,7 +493,7 @@ def summary_markdown(report: dict[str, Any]) -> str:
             if "track" in e:
                 m = e["track"]
                 lines.append(f"| {name} | {m['episodes']} | {m['pos_rms_mm']:.3f} / {m['pos_p95_mm']:.3f} / {m['pos_max_mm']:.3f} "
-                             f"| {m['rot_rms_deg']:.3f} | {m['ik_latency_median_ms']:.2f} | {_violations(m)} | {m['solver_failures']} |")
+                             f"| {m['rot_rms_deg']:.3f} | {m['ik_latency_median_ms']:.2f} | {limit_violations_text(m)} | {m['solver_failures']} |")
     pictures = [f for f in report["files"] if f.endswith((".png", ".gif"))]
     if pictures:
         lines += ["", "## Plots and videos", ""] + [f"![{f}]({f})" for f in pictures]

@@ -14,7 +14,7 @@ metric's name carries its display unit (``pos_mean_mm``, ``rot_rms_deg``, ``time
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from hik_sim.learning.data import EvalSet
     from hik_sim.learning.network import IKNetwork
 
-__all__ = ["SUCCESS_THRESHOLDS", "TRACK_SETTLE", "accuracy_metrics", "evaluate_network", "reach_metrics", "track_metrics"]
+__all__ = ["SUCCESS_THRESHOLDS", "TRACK_SETTLE", "accuracy_metrics", "evaluate_network", "limit_violations_text", "reach_metrics", "track_metrics"]
 
 TRACK_SETTLE = 1.0
 """[s]: Track errors count after this time, once the end-effector has caught up with the moving goal."""
@@ -94,6 +94,12 @@ def _control_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
         "joint_limit_excess_max_rad": max(e.limit_excess for e in episodes),
         "solver_failures": sum(e.solver_failures for e in episodes),
     }
+
+
+def limit_violations_text(row: Mapping[str, Any]) -> str:
+    """A table cell for a closed-loop row's limit violations: control steps that ended outside a
+    limit, and the largest excess [mrad] (``"3; 1.2"``; 0 where a row predates the excess)."""
+    return f"{row['joint_limit_violations']}; {1000 * float(row.get('joint_limit_excess_max_rad', 0.0)):.1f}"
 
 
 def _check(episodes: Sequence[Episode]) -> None:
