@@ -11,7 +11,11 @@ import pytest
 from conftest import robot_by_id
 
 from hik_sim.errors import OutputError
-from hik_sim.learning.train import TrainConfig, train
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.checkpoint import load_checkpoint
+from hik_sim.learning.data import make_eval_set
+from hik_sim.learning.train import TrainConfig, best_path, train, validation_score
 from hik_sim.learning.training_log import CURVE_COLUMNS, TrainingLog, curve_paths
 
 TINY = dict(model="mlp", batch=64, model_options=(("hidden", 32), ("layers", 2)), eval_size=64, eval_every=2,
@@ -40,6 +44,22 @@ def test_a_resumed_run_writes_the_whole_history(tmp_path: Path) -> None:
     first = train(robot_by_id("irb120"), TrainConfig(steps=4, **TINY), out=tmp_path / "net.pt", progress=False)
     train(robot_by_id("irb120"), TrainConfig(steps=8, **TINY), out=tmp_path / "net.pt", resume=first.path, progress=False)
     assert [int(r["step"]) for r in _rows(tmp_path / "net.curve.csv")] == [2, 4, 6, 8]
+
+
+def test_keep_best_keeps_the_weights_of_the_best_validation_with_their_card(tmp_path: Path) -> None:
+    robot = robot_by_id("irb120")
+    config = TrainConfig(steps=12, lr=3e-2, keep_best=True, **TINY)  # a high rate: the curve is not monotone
+    result = train(robot, config, out=tmp_path / "net.pt", progress=False)
+    best_row = min(result.history, key=validation_score)
+    network, card = load_checkpoint(best_path(tmp_path / "net.pt"), robot=robot)
+    assert best_path(tmp_path / "net.pt") == tmp_path / "net.best.pt"
+    assert card.steps == best_row["step"] and card.metrics["pos_mean_mm"] == pytest.approx(best_row["pos_mean_mm"], rel=1e-6)
+    again = evaluate_network(network, Chain(robot), make_eval_set(Chain(robot), config.eval_seed, config.eval_size))
+    assert again["pos_mean_mm"] == pytest.approx(best_row["pos_mean_mm"], rel=1e-4)  # the weights are that validation's
+    assert again["rot_mean_deg"] == pytest.approx(best_row["rot_mean_deg"], rel=1e-4)
+    assert validation_score(card.metrics) <= min(validation_score(r) for r in result.history) + 1e-9
+    train(robot, TrainConfig(steps=4, **TINY), out=tmp_path / "plain.pt", progress=False)
+    assert not best_path(tmp_path / "plain.pt").exists()  # off by default
 
 
 def test_tensorboard_gets_every_validation_or_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -135,6 +135,9 @@ class TrainConfig:
             causing recompiles, and slowed from 18 to 10 steps/s over its run.
         checkpoint_minutes: when writing a checkpoint, also save one (resumable) every this many
             minutes [min] of training, so that a killed run loses at most that much.
+        keep_best: when writing a checkpoint, also keep the weights of the best validation so far
+            (lowest :func:`validation_score`) as ``<stem>.best.pt`` with its card: early stopping on
+            the validation set, for runs whose curve swings (a continuation at a high rate).
     """
 
     model: str = "harmoatt"
@@ -162,6 +165,7 @@ class TrainConfig:
     init_from: str | None = None
     checkpoint_minutes: float = 5.0
     objective: str = "auto"
+    keep_best: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in MODEL_KINDS:
@@ -349,6 +353,18 @@ def _initialise_from(network: IKNetwork, config: TrainConfig, robot: RobotSpec, 
 def _pose_error(pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor) -> torch.Tensor:
     """Position error [m] plus rotation error [rad] × 0.1 m, (...,): one number per pose to rank them by."""
     return position_error(pos, target_pos) + 0.1 * rotation_error(quat, target_quat)
+
+
+def validation_score(metrics: dict[str, float]) -> float:
+    """One number for a validation (lower is better): mean position error / 5 mm + mean rotation
+    error / 2°, the weighting a multi-answer network ranks its answers by."""
+    return metrics["pos_mean_mm"] / 5.0 + metrics["rot_mean_deg"] / 2.0
+
+
+def best_path(out: str | os.PathLike[str]) -> Path:
+    """Where :attr:`TrainConfig.keep_best` keeps the best validation's weights: ``<stem>.best.pt``."""
+    out = Path(out)
+    return out.with_name(out.stem + ".best.pt")
 
 
 def _learning_rate(config: TrainConfig, step: int, progress: float) -> float:
@@ -564,6 +580,8 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
                            "entropy": float(terms.entropy.detach()), **evaluate_network(network, chain, eval_set)}
                 network.train()
                 history.append(metrics)
+                if config.keep_best and out is not None and validation_score(metrics) <= min(map(validation_score, history)):
+                    save_checkpoint(best_path(out), network, card_now())  # weights and card only: a run resumes from `out`
                 if curve is not None:
                     curve.update(history, final=last)
                 bar.set_postfix(pos=f"{metrics['pos_mean_mm']:.1f}mm", rot=f"{metrics['rot_mean_deg']:.1f}°",
@@ -703,6 +721,9 @@ def main(argv: list[str] | None = None) -> int:
                              "PNG curve beside the checkpoint are always written")
     parser.add_argument("--checkpoint-minutes", type=float, default=defaults.checkpoint_minutes,
                         help=f"save a resumable checkpoint every this many minutes (default {defaults.checkpoint_minutes:g})")
+    parser.add_argument("--keep-best", action="store_true",
+                        help="also keep the best validation's weights as <out stem>.best.pt (lowest mean position error / 5 mm "
+                             "+ rotation error / 2°): early stopping for runs whose curve swings")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -718,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
                              init_from=str(args.init_from) if args.init_from is not None else None,
                              checkpoint_minutes=args.checkpoint_minutes, objective=args.objective,
                              schedule=args.schedule, sampling=args.sampling, tail_fraction=args.tail_fraction,
-                             warmup_steps=args.warmup_steps)
+                             warmup_steps=args.warmup_steps, keep_best=args.keep_best)
         out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
         result = train(robot, config, out=out, resume=args.resume, progress=not args.no_progress, tensorboard=args.tensorboard)
     except ValueError as exc:  # float("x") in --fix-joint
