@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import os
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def robot(request: pytest.FixtureRequest) -> RobotSpec:
     return robot_by_id(request.param)
 
 
-def reach_successes(env, controller, seeds: range) -> int:  # noqa: ANN001
+def reach_successes(env, controller, seeds: Iterable[int]) -> int:  # noqa: ANN001
     """Reach episodes run with a controller (:func:`hik_sim.evaluation.rollout.rollout`); how many ended with the goal held."""
     from hik_sim.evaluation.rollout import rollout
 

@@ -124,6 +124,19 @@ def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     assert track_metrics([episode])["pos_rms_mm"] < 3.0  # 2 mm in the benchmark; looser here
 
 
+@pytest.mark.parametrize("kind", ["hybrid", "lm"])
+def test_the_controller_warm_starts_from_its_command_and_arrives_where_the_moving_joints_swapped_branches(kind: str) -> None:
+    """Reach goals 40, 41 and 140 of the IRB120: warm-started from the joints on their way (speed-limited
+    servos), the solve swapped between two solution branches every few steps and the arm never arrived."""
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.policies import IKController
+
+    controller = IKController.pretrained("irb120", kind)
+    assert reach_successes(gym.make("hik_sim/Reach-irb120-v0"), controller, [40, 41, 140]) == 3
+
+
 @pytest.mark.slow
 def test_example_script_runs_and_writes_a_video(tmp_path) -> None:  # noqa: ANN001
     import subprocess

@@ -1,8 +1,9 @@
 """`IKController`: an IK solver turned into a reaching policy for the hik_sim environments.
 
 The policy is a plain callable, observation → action. Each call solves IK for the goal pose,
-warm-started from the current joints (so tracking stays on one solution branch), and commands the
-answer as joint position targets. When a solve fails (outside the solver's tolerance) its answer
+warm-started from its last command (where the servos are heading; the current joints at the first
+step), so that reaching and tracking stay on one solution branch, and commands the answer as joint
+position targets. When a solve fails (outside the solver's tolerance) its answer
 is still commanded if it brings the end-effector closer to the goal than it is now (a network's
 best guess, the closest approach to an unreachable goal); otherwise the controller holds the last
 safe command (initially the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
@@ -134,7 +135,11 @@ class IKController:
         if self.lead_time and "goal_vel" in observation:
             goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
         goal_quat = np.asarray(observation["goal_quat"], dtype=np.float64)
-        result = self._solve(goal, goal_quat, q_now)
+        # warm-start from the last command, where the servos are heading, not from the joints on their way
+        # there: from a configuration between two solution branches the solve can land on the other
+        # branch, and a controller re-solving from the moving joints could swap branches every few steps
+        # and never arrive (3 of 200 IRB120 Reach episodes did, with speed-limited servos)
+        result = self._solve(goal, goal_quat, self.last_command.get(index, q_now))
         self.last_result[index] = result
         answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
         current_error = (float(np.linalg.norm(np.asarray(observation["ee_pos"]) - goal))
