@@ -11,7 +11,7 @@ position error RMS / p95 / max [mm] after the first second, rotation RMS [°]
 (:func:`hik_sim.evaluation.metrics.track_metrics`). Episodes run through
 :func:`hik_sim.evaluation.rollout.rollout`, as in the evaluator.
 
-Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the current joints) by
+Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the controller's last command) by
 default; add ``lm``, ``harmoatt``, ``mlp`` or ``dm_control`` with ``--controllers``.
 Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
 
