@@ -66,6 +66,10 @@ class IKController:
         self._solve_one = solver.solve_one if isinstance(solver, SingleTargetSolver) else None  # checked once, not per step
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
+        lower, upper = (limit.numpy() for limit in solver.chain.limits(torch.float64))
+        # revolute joints whose range holds more than one turn: an answer and its ±2π copies are the same pose
+        self._turns = np.asarray(solver.chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * np.pi)
+        self._lower, self._upper = lower, upper
         self.last_command: dict[int, np.ndarray] = {}
         self.last_result: dict[int, IKResult] = {}
         self.failures = 0
@@ -147,7 +151,7 @@ class IKController:
         if not bool(result.success[0]):
             self.failures += 1
         if bool(result.success[0]) or answer_error < current_error:
-            command = result.q[0].numpy().astype(np.float64)
+            command = self._nearest_turn(result.q[0].numpy().astype(np.float64), self.last_command.get(index, q_now))
         else:
             command = self.last_command.get(index, q_now)
         if self.joint_velocity_limit is not None and self.dt is not None:  # the constructor gives both or no limit
@@ -155,6 +159,19 @@ class IKController:
             command = np.clip(command, q_now - step, q_now + step)
         self.last_command[index] = command
         return command.copy()
+
+    def _nearest_turn(self, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
+        """``q`` (n,) with each joint of more than a turn's range moved by whole turns (2π) to the copy
+        nearest ``reference`` (n,) inside its limits: the same pose, without a wrist turning 360° on
+        the way (a network may answer +2π where the joint stands at 0: the IRB120's joint 6 spans ±400°)."""
+        if not self._turns.any():
+            return q
+        j = self._turns
+        turn = 2 * np.pi
+        lowest, highest = np.ceil((self._lower[j] - q[j]) / turn - 1e-9), np.floor((self._upper[j] - q[j]) / turn + 1e-9)
+        q = q.copy()
+        q[j] = q[j] + turn * np.clip(np.round((reference[j] - q[j]) / turn), lowest, highest)  # |q + 2πk − ref| is convex in k
+        return np.clip(q, self._lower, self._upper)
 
     def __call__(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         """Joint targets: (n,) for one observation, (N, n) for a batch from a vector environment.
