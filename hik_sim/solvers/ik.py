@@ -253,12 +253,6 @@ class NeuralIK:
     rotation / tolerance) is kept; a target stops at the first correction round that brings one
     within the tolerance, so a correction can only help.
 
-    Continuity (with corrections, when ``q_init`` is given: a controller passes its last command):
-    the answer nearest ``q_init`` is corrected first and kept if it comes within the tolerance;
-    only otherwise are the best answers followed as above (an answer within the tolerance is
-    preferred, then the better score). A tracking controller so stays on its branch instead of
-    jumping to another answer that happens to score better by a millimetre.
-
     ``fk_evals`` counts every FK: for the open-loop answer, the H that choose among a network's
     answers (none with one answer); with corrections, one for every answer at the start (which
     ranks them and says where each lands), then one per followed answer per correction.
@@ -303,77 +297,41 @@ class NeuralIK:
         return pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
-        """Network answers (B, n) for targets (B, 3), (B, 4).
-
-        ``q_init`` (B, n), optional, matters only with corrections (continuity): the answer nearest it
-        is corrected first and kept if it comes within the tolerance. Open loop it is ignored: the
-        network alone answers with its best answer, as published.
-        """
+        """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` is ignored (a network has no starting point)."""
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
-        q_init = None if q_init is None or not self.corrections else _check_q_init(q_init, pos.shape[0], self.chain.dof)
         if pos.shape[0] == 1 and self._fast_path():
-            return self._solve_one(pos, quat, start, None if q_init is None else q_init[0].numpy())
+            return self._solve_one(pos, quat, start)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
         if self.corrections == 0 or pos.shape[0] == 0:
             q = self._answer(pos, quat)
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
             return replace(result, wall_time=elapsed)
-        best_q, fk_evals = self._corrected(pos, quat, q_init)
+        best_q, fk_evals = self._corrected(pos, quat)
         elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
         return replace(result, wall_time=elapsed)
 
-    def _corrected(self, pos: torch.Tensor, quat: torch.Tensor,
-                   q_init: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,).
-
-        With ``q_init`` (B, n), the answer nearest it is followed first, and kept if its corrections
-        bring it within the tolerance (continuity); the other targets follow the best answers."""
-        batch, hypotheses, dof = pos.shape[0], self.network.hypotheses, self.chain.dof
+    def _corrected(self, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,)."""
+        batch, hypotheses, followed, dof = pos.shape[0], self.network.hypotheses, self.branches, self.chain.dof
         answers = self._candidates(pos, quat)  # (B, H, n), head order
         reached = self.chain.fk(answers.reshape(batch * hypotheses, dof))
-        reached_pos, reached_quat = reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4)
         pos_err = position_error(reached.pos, pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
         rot_err = rotation_error(reached.quat, quat.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
-        landed = (answers, reached_pos, reached_quat, pos_err, rot_err)
+        score = self._score(pos_err, rot_err)
+        heads = score.argsort(dim=1, stable=True)[:, :followed]  # (B, F): the answers followed, best first
         fk_evals = torch.full((batch,), hypotheses, dtype=torch.int64)
-        best_heads = self._score(pos_err, rot_err).argsort(dim=1, stable=True)[:, :self.branches]  # best first
-        if q_init is None:
-            best_q, _, _ = self._follow(pos, quat, landed, best_heads, fk_evals)
-            return best_q, fk_evals
-        near = (answers - q_init[:, None]).norm(dim=2).argmin(dim=1, keepdim=True)  # (B, 1)
-        best_q, best_score, done = self._follow(pos, quat, landed, near, fk_evals)
-        rest = (~done).nonzero().flatten()
-        if rest.numel():
-            spent = torch.zeros(rest.numel(), dtype=torch.int64)
-            q_rest, score_rest, met = self._follow(pos[rest], quat[rest], tuple(x[rest] for x in landed), best_heads[rest], spent)
-            fk_evals[rest] += spent
-            better = met | (score_rest < best_score[rest])  # an answer within the tolerance first, then the better score
-            best_q[rest[better]] = q_rest[better]
-        return best_q, fk_evals
-
-    def _follow(self, pos: torch.Tensor, quat: torch.Tensor, landed: tuple[torch.Tensor, ...], heads: torch.Tensor,
-                fk_evals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Correct the answers of ``heads`` (B, F) of targets (B, 3), (B, 4) until one per target meets
-        the tolerance or the corrections run out.
-
-        ``landed`` holds the open-loop answers (B, H, n), where they land (B, H, 3), (B, H, 4) and
-        their errors (B, H) [m], [rad]; each correction's FK is added to ``fk_evals`` (B,) in place.
-        Returns the best answer seen (B, n) (the first head's open-loop answer or a correction's),
-        its score (B,) and whether a followed answer met the tolerance (B,).
-        """
-        answers, landed_pos, landed_quat, pos_err, rot_err = landed
-        batch, followed, dof = heads.shape[0], heads.shape[1], answers.shape[2]
         # one row per (target, followed answer), target-major: its head, goal, answer and where it lands
         rows = torch.arange(batch).repeat_interleave(followed)
         head = heads.flatten()
-        q = answers[rows, head].clone()
-        reached_pos, reached_quat = landed_pos[rows, head].clone(), landed_quat[rows, head].clone()
+        pick = rows * hypotheses + head
+        q = answers.reshape(batch * hypotheses, dof)[pick]
+        reached_pos, reached_quat = reached.pos[pick], reached.quat[pick]
         goal_pos, goal_quat = pos[rows].clone(), quat[rows].clone()
         best_q = answers[torch.arange(batch), heads[:, 0]].clone()
-        best_score = self._score(pos_err.gather(1, heads[:, :1]).flatten(), rot_err.gather(1, heads[:, :1]).flatten())
+        best_score = score.gather(1, heads[:, :1]).flatten()
         done = self.tolerance.met(pos_err.gather(1, heads[:, :1]).flatten(), rot_err.gather(1, heads[:, :1]).flatten())
         for _ in range(self.corrections):
             index = (~done[rows]).nonzero().flatten()
@@ -398,7 +356,7 @@ class NeuralIK:
             met = torch.zeros(batch * followed, dtype=torch.bool)
             met[index] = self.tolerance.met(pos_now, rot_now)
             done |= met.view(batch, followed).any(dim=1)
-        return best_q, best_score, done
+        return best_q, fk_evals
 
     def _fast_path(self) -> bool:
         """Build the batch-1 path once: :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs a pose,
@@ -422,12 +380,12 @@ class NeuralIK:
             self._limits = (lower.numpy(), upper.numpy())
         return self._fast is not False
 
-    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float, q_init: np.ndarray | None = None) -> IKResult:
-        """:meth:`solve` for one target (1, 3), (1, 4) (and ``q_init`` (n,)) without torch in the loop: the
-        same answers (to the fast forward pass's 1e-5) and the same FK count as the batched path."""
+    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
+        """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
+        the fast forward pass's 1e-5) and the same FK count as the batched path."""
         target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
         if self.corrections:
-            q, fk_evals = self._corrected_one(target_pos, target_quat, q_init)
+            q, fk_evals = self._corrected_one(target_pos, target_quat)
         else:
             q, fk_evals = np.clip(self._fast.solve(target_pos, target_quat), *self._limits), self._choice_fk
         elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
@@ -436,10 +394,8 @@ class NeuralIK:
                          fk_evals * one, 0 * one, start)
         return replace(result, wall_time=elapsed)
 
-    def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray,
-                       q_init: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-        """:meth:`_corrected` for one target (3,), (4,) (and ``q_init`` (n,)): the best corrected answer
-        (n,) and the FK it spent."""
+    def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, int]:
+        """:meth:`_corrected` for one target (3,), (4,): the best corrected answer (n,) and the FK it spent."""
         mujoco, fast, limits = self._mujoco, self._fast, self._limits
         conjugate = np.empty(4)
 
@@ -455,42 +411,29 @@ class NeuralIK:
             score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
             return score, self.tolerance.met(pos_err, rot_err), reached.pos.copy(), residual
 
-        def follow(heads: list[int]) -> tuple[np.ndarray, float, bool, int]:
-            """Correct these answers, every one once a round as the batched path does, until one meets
-            the tolerance: the best answer seen, its score, whether one met it, the FK spent."""
-            best_q, (best_score, done) = answers[heads[0]], landed[heads[0]][:2]
-            branches = [[head, target_pos.copy(), target_quat.copy(), landed[head][2], landed[head][3]] for head in heads]
-            shifted, evals = np.empty(4), 0
-            for _ in range(self.corrections):
-                if done:
-                    break
-                for branch in branches:
-                    head, goal_pos, goal_quat, reached_pos, residual = branch
-                    goal_pos = goal_pos + (target_pos - reached_pos)
-                    mujoco.mju_mulQuat(shifted, residual, goal_quat)
-                    goal_quat = shifted / np.linalg.norm(shifted)
-                    q = np.clip(fast.candidates(goal_pos, goal_quat)[head], *limits)
-                    score, met, reached_pos, residual = land(q)
-                    evals += 1
-                    branch[1:] = [goal_pos, goal_quat, reached_pos, residual]
-                    if score < best_score:
-                        best_q, best_score = q, score
-                    done = done or met
-            return best_q, best_score, done, evals
-
         answers = np.clip(fast.candidates(target_pos, target_quat), *limits)  # (H, n), head order
         landed = [land(q) for q in answers]
         fk_evals = len(answers)
-        best_heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
-        if q_init is None:
-            best_q, _, _, evals = follow(best_heads)
-            return best_q, fk_evals + evals
-        near = int(np.argmin(np.linalg.norm(answers - q_init, axis=1)))  # the first minimum, as torch's argmin
-        near_q, near_score, done, evals = follow([near])
-        if done:
-            return near_q, fk_evals + evals
-        best_q, best_score, met, more = follow(best_heads)
-        return (best_q if met or best_score < near_score else near_q), fk_evals + evals + more
+        heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
+        best_q, (best_score, done) = answers[heads[0]], landed[heads[0]][:2]
+        branches = [[head, target_pos.copy(), target_quat.copy(), landed[head][2], landed[head][3]] for head in heads]
+        shifted = np.empty(4)
+        for _ in range(self.corrections):
+            if done:
+                break
+            for branch in branches:  # every followed answer once a round, as the batched path does
+                head, goal_pos, goal_quat, reached_pos, residual = branch
+                goal_pos = goal_pos + (target_pos - reached_pos)
+                mujoco.mju_mulQuat(shifted, residual, goal_quat)
+                goal_quat = shifted / np.linalg.norm(shifted)
+                q = np.clip(fast.candidates(goal_pos, goal_quat)[head], *limits)
+                score, met, reached_pos, residual = land(q)
+                fk_evals += 1
+                branch[1:] = [goal_pos, goal_quat, reached_pos, residual]
+                if score < best_score:
+                    best_q, best_score = q, score
+                done = done or met
+        return best_q, fk_evals
 
 
 class LMRun(NamedTuple):
