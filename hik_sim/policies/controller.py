@@ -3,7 +3,8 @@
 The policy is a plain callable, observation → action. Each call solves IK for the goal pose,
 warm-started from its last command (where the servos are heading; the current joints at the first
 step), so that reaching and tracking stay on one solution branch, and commands the answer as joint
-position targets. When a solve fails (outside the solver's tolerance) its answer
+position targets (on a joint whose range exceeds a turn, the answer's copy whole turns nearer the
+last command: the same pose). When a solve fails (outside the solver's tolerance) its answer
 is still commanded if it brings the end-effector closer to the goal than it is now (a network's
 best guess, the closest approach to an unreachable goal); otherwise the controller holds the last
 safe command (initially the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
