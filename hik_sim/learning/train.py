@@ -6,7 +6,8 @@ by batched FK (:class:`~hik_sim.kinematics.chain.Chain`), asks the network for j
 poses, and minimises the :class:`~hik_sim.learning.losses.CompositeLoss` of the poses those joints reach
 (FK again, differentiable). AdamW with a short warm-up and a cosine decay over the budget (steps or
 minutes; ``--schedule constant`` keeps the peak rate). A progress bar shows the mean position [mm] and rotation [°] error on a fixed validation
-set. The result is a checkpoint with its card (:mod:`hik_sim.learning.checkpoint`), resumable.
+set. The result is a checkpoint with its card (:mod:`hik_sim.learning.checkpoint`), resumable;
+with ``--keep-best`` also the best validation's weights beside it (``<stem>.best.pt``).
 
 Nothing is lost to an interruption: the output path is checked before the first step, the run
 saves a resumable checkpoint every ``checkpoint_minutes``, and Ctrl-C (SIGINT) or SIGTERM ends it
