@@ -144,7 +144,8 @@ class IKController:
         # there: from a configuration between two solution branches the solve can land on the other
         # branch, and a controller re-solving from the moving joints could swap branches every few steps
         # and never arrive (3 of 200 IRB120 Reach episodes did, with speed-limited servos)
-        result = self._solve(goal, goal_quat, self.last_command.get(index, q_now))
+        last = self.last_command.get(index, q_now)
+        result = self._solve(goal, goal_quat, last)
         self.last_result[index] = result
         answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
         current_error = (float(np.linalg.norm(np.asarray(observation["ee_pos"]) - goal))
@@ -152,9 +153,9 @@ class IKController:
         if not bool(result.success[0]):
             self.failures += 1
         if bool(result.success[0]) or answer_error < current_error:
-            command = self._nearest_turn(result.q[0].numpy().astype(np.float64), self.last_command.get(index, q_now))
+            command = self._nearest_turn(result.q[0].numpy().astype(np.float64), last)
         else:
-            command = self.last_command.get(index, q_now)
+            command = last
         if self.joint_velocity_limit is not None and self.dt is not None:  # the constructor gives both or no limit
             step = self.joint_velocity_limit * self.dt
             command = np.clip(command, q_now - step, q_now + step)
