@@ -156,6 +156,21 @@ def test_scores_rank_like_the_network(irb120: Chain, backend: str) -> None:
         assert np.array_equal(np.argsort(fast.scores(answers, pos.numpy(), quat.numpy()), kind="stable"), order)
 
 
+@pytest.mark.skipif(not numba_available(), reason="the compiled choice is the numba backend's")
+@pytest.mark.parametrize("variant", ["dense_3answers", "map_3answers", "mlp_3answers"])
+def test_the_compiled_choice_is_the_scores_choice(irb120: Chain, variant: str) -> None:
+    """The numba backend chooses among answers in the network's own call, exactly as candidates ranked by scores."""
+    network = _tiny(irb120, *TINY[variant], fixed={"joint_4": -0.2} if variant == "map_3answers" else None)
+    fast = FastIKNetwork.from_network(network, backend="numba")
+    assert fast._ranked is not None  # noqa: SLF001  the one-call path is the one in use
+    targets = make_eval_set(irb120, 11, 40).batch
+    for pos, quat in zip(targets.pos.numpy(), targets.quat.numpy()):
+        answers = fast.candidates(pos, quat)
+        order = np.argsort(fast.scores(answers, pos, quat), kind="stable")
+        assert np.array_equal(fast.solve_all(pos, quat), answers[order])
+        assert np.array_equal(fast.solve(pos, quat), answers[order[0]])
+
+
 BAD_POSES = {
     "position (1, 3)": (np.zeros((1, 3)), np.array([1.0, 0, 0, 0])),
     "position (2,)": (np.zeros(2), np.array([1.0, 0, 0, 0])),

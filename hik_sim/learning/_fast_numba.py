@@ -16,8 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["mlp_forward", "harmoatt_forward", "mlp_solve", "harmoatt_solve", "prepare", "clamp", "scores",
-           "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS", "GEOMETRY_STRIDE"]
+__all__ = ["mlp_forward", "harmoatt_forward", "mlp_solve", "harmoatt_solve", "prepare", "clamp", "scores", "rank",
+           "mlp_solve_ranked", "harmoatt_solve_ranked", "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS", "GEOMETRY_STRIDE"]
 
 _FAST = {"reassoc", "contract"}  # reorder sums (vectorise), fuse multiply-adds; no assumptions about NaN/inf
 _SQRT1_2 = 0.7071067811865476
@@ -580,3 +580,46 @@ def scores(G, answers, pos, quat, pos_tol, rot_tol, out):  # noqa: ANN001, ANN20
         angle = math.atan2(math.sqrt(vx * vx + vy * vy + vz * vz), trace - 1.0)
         dx, dy, dz = p[0] - pos[0], p[1] - pos[1], p[2] - pos[2]
         out[h] = math.sqrt(dx * dx + dy * dy + dz * dz) / pos_tol + angle / rot_tol
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def rank(G, template, free_index, free, pos, quat, pos_tol, rot_tol, answers, out):  # noqa: ANN001, ANN201
+    """The choice among a network's answers, in the same call as the network.
+
+    ``answers`` (H, n) ← the clamped free-joint answers ``free`` (H·m,), head order, with the fixed
+    joints' values of ``template`` (n,) (``free_index`` (m,): where the free joints go); ``out``
+    (H,) ← their :func:`scores`. Returns the best answer's index: the first of the lowest scores,
+    as ``np.argmin`` chooses.
+    """
+    joints = free_index.shape[0]
+    for h in range(answers.shape[0]):
+        for i in range(template.shape[0]):
+            answers[h, i] = template[i]
+        for k in range(joints):
+            answers[h, free_index[k]] = free[h * joints + k]
+    scores(G, answers, pos, quat, pos_tol, rot_tol, out)
+    best = 0
+    for h in range(1, out.shape[0]):
+        if out[h] < out[best]:
+            best = h
+    return best
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def mlp_solve_ranked(P, I, N, G, template, free_index, pos, quat, x, out, work, max_distance, pos_tol, rot_tol,  # noqa: ANN001, ANN201, E741
+                     answers, scores_out):
+    """:func:`mlp_solve`, then :func:`rank`: (status, the best answer's index; 0 when status is not 0)."""
+    status = mlp_solve(P, I, N, pos, quat, x, out, work, max_distance)
+    if status != 0:
+        return status, 0
+    return 0, rank(G, template, free_index, out, pos, quat, pos_tol, rot_tol, answers, scores_out)
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False)
+def harmoatt_solve_ranked(P, I, S, N, G, template, free_index, pos, quat, x, out, work, max_distance, pos_tol,  # noqa: ANN001, ANN201, E741
+                          rot_tol, answers, scores_out):
+    """:func:`harmoatt_solve`, then :func:`rank`: (status, the best answer's index; 0 when status is not 0)."""
+    status = harmoatt_solve(P, I, S, N, pos, quat, x, out, work, max_distance)
+    if status != 0:
+        return status, 0
+    return 0, rank(G, template, free_index, out, pos, quat, pos_tol, rot_tol, answers, scores_out)

@@ -31,10 +31,11 @@ float32 model to that model's own rounding.
 Several answers (``hypotheses`` > 1) are ranked like :meth:`IKNetwork.rank
 <hik_sim.learning.network.IKNetwork.rank>` (position error / 5 mm + rotation error / 2° of each answer's
 forward kinematics), with float64 forward kinematics of the same chain geometry instead of
-pytorch-kinematics in the network's dtype: compiled (``numba``, about 1 µs for 4 answers) or
-MuJoCo's C functions (:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`, a few µs per
-answer). Answers whose scores differ by less than the network's dtype's rounding may be ordered
-differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
+pytorch-kinematics in the network's dtype: compiled (``numba``, about 1 µs for 4 answers, in the
+same compiled call as the network when no kinematics were given: :func:`~hik_sim.learning._fast_numba.rank`;
+as separate calls the choice cost ~6 µs more, mostly Python) or MuJoCo's C functions
+(:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`, a few µs per answer). Answers
+whose scores differ by less than the network's dtype's rounding may be ordered differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
 :meth:`~FastIKNetwork.solve_all`'s cost (one FK per answer, as the solvers count it);
 :meth:`FastIKNetwork.forward` and :meth:`~FastIKNetwork.candidates` are the network alone.
 
@@ -168,6 +169,11 @@ class FastIKNetwork:
         self._pos_min = np.asarray(pos_min, dtype=np.float64)
         self._pos_span = np.asarray(pos_max, dtype=np.float64) - self._pos_min
         self._x = np.empty(7)
+        self._ranked: Ranked | None = None  # answers, their choice and the network in one compiled call (numba, H > 1)
+        if parts.ranked is not None and geometry is not None and hypotheses > 1:
+            from hik_sim.learning.network import CHOICE_TOLERANCE  # torch is loaded: the caller handed us a network
+
+            self._ranked = parts.ranked(geometry, self._template, self._free_index.astype(np.int64), CHOICE_TOLERANCE)
 
     @classmethod
     def from_network(cls, network: "IKNetwork", kinematics: "SingleTargetKinematics | None" = None,
@@ -389,6 +395,9 @@ class FastIKNetwork:
         Raises:
             HikError: wrong shapes, NaN/inf or a zero quaternion.
         """
+        if self._ranked is not None:
+            answers, scores, _ = self._ranked_answers(*self._arrays(pos, quat))
+            return answers[np.argsort(scores, kind="stable")]
         answers = self.candidates(pos, quat)
         if self.hypotheses == 1:
             return answers
@@ -407,18 +416,40 @@ class FastIKNetwork:
         Raises:
             HikError: wrong shapes, NaN/inf or a zero quaternion.
         """
+        if self._ranked is not None:
+            answers, _, best = self._ranked_answers(*self._arrays(pos, quat))
+            return answers[best]
         answers = self.candidates(pos, quat)
         if self.hypotheses == 1:
             return answers[0]
         return answers[int(np.argmin(self.scores(answers, pos, quat)))]
 
+    def _ranked_answers(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """The compiled path's (H, n) answers in head order, their (H,) scores and the best one's index
+        for a pose whose shapes are checked: the network and the choice in one call."""
+        assert self._ranked is not None  # the callers check
+        status, answers, scores, best = self._ranked(pos, quat)
+        if status:
+            raise self._bad_pose(status, pos, quat)
+        return answers, scores, best
+
+
+Ranked = Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray, np.ndarray, int]]
+"""``ranked(pos, quat) -> (status, answers (H, n), scores (H,), best)``: a checked-shape pose to its
+clamped full answers in head order, their scores and the best one's index, in one compiled call."""
+
 
 class _Parts(NamedTuple):
-    """A backend's pieces: the bare forward pass x (7,) → (H, m), and (numba) one call from a checked-shape
-    pose to clamped answers, ``fused(pos, quat) -> (status, (H, m))`` (status: 0, 1 NaN/inf, 2 zero quaternion)."""
+    """A backend's pieces: the bare forward pass x (7,) → (H, m); (numba) one call from a checked-shape
+    pose to clamped answers, ``fused(pos, quat) -> (status, (H, m))`` (status: 0, 1 NaN/inf, 2 zero
+    quaternion, 3 answer not finite, 4 position too far); and (numba) ``ranked(G, template,
+    free_index, tolerance)``, which makes the :data:`Ranked` call that chooses among the answers too
+    (G: the flat chain geometry; template (n,): the fixed joints' values; free_index (m,); tolerance:
+    the score's position [m] and rotation [rad] units)."""
 
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
+    ranked: Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]], Ranked] | None = None
 
 
 def _flat_geometry(geometry: Any) -> np.ndarray:
@@ -845,7 +876,18 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
         out = np.empty(outputs)
         return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
 
-    return _Parts(forward, fused)
+    def ranked(G: np.ndarray, template: np.ndarray, free_index: np.ndarray, tolerance: tuple[float, float]) -> Ranked:
+        ranked_kernel, n = _fast_numba.mlp_solve_ranked, template.shape[0]
+
+        def answer(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int]:
+            out, answers, scores = np.empty(outputs), np.empty((hypotheses, n)), np.empty(hypotheses)
+            status, best = ranked_kernel(P, I, N, G, template, free_index, pos, quat, x, out, work, MAX_TARGET_DISTANCE,
+                                         tolerance[0], tolerance[1], answers, scores)
+            return status, answers, scores, best
+
+        return answer
+
+    return _Parts(forward, fused, ranked)
 
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
@@ -945,4 +987,15 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         out = np.empty(outputs)
         return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
-    return _Parts(forward, fused)
+    def ranked(G: np.ndarray, template: np.ndarray, free_index: np.ndarray, tolerance: tuple[float, float]) -> Ranked:
+        ranked_kernel, n, hypotheses = _fast_numba.harmoatt_solve_ranked, template.shape[0], outputs // joints
+
+        def answer(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int]:
+            out, answers, scores = np.empty(outputs), np.empty((hypotheses, n)), np.empty(hypotheses)
+            status, best = ranked_kernel(P, I, S, N, G, template, free_index, pos, quat, x, out, work, MAX_TARGET_DISTANCE,
+                                         tolerance[0], tolerance[1], answers, scores)
+            return status, answers, scores, best
+
+        return answer
+
+    return _Parts(forward, fused, ranked)
