@@ -1,15 +1,16 @@
 """`IKController`: an IK solver turned into a reaching policy for the hik_sim environments.
 
 The policy is a plain callable, observation → action. Each call solves IK for the goal pose,
-warm-started from its last command (where the servos are heading; the current joints at the first
-step), so that reaching and tracking stay on one solution branch, and commands the answer as joint
-position targets (on a joint whose range exceeds a turn, the answer's copy whole turns nearer the
-last command: the same pose). When a solve fails (outside the solver's tolerance) its answer
-is still commanded if it brings the end-effector closer to the goal than it is now (a network's
-best guess, the closest approach to an unreachable goal); otherwise the controller holds the last
-safe command (initially the joints it starts from) instead of sending a poor answer. An optional joint-velocity limit caps
-how far a command may move from the current joints in one control period, and a lead time lets
-it aim at where a moving goal will be when the servos catch up. Batched observations (vector
+warm-started from its last target (the last answer it accepted, where the servos are heading; the
+current joints at the first step), so that reaching and tracking stay on one solution branch, and
+commands the answer as joint position targets (on a joint whose range exceeds a turn, the answer's
+copy whole turns nearer the last target: the same pose). When a solve fails (outside the solver's
+tolerance) its answer is still accepted if it brings the end-effector closer to the goal than it is
+now (a network's best guess, the closest approach to an unreachable goal); otherwise the controller
+keeps its last target (initially the joints it starts from) instead of sending a poor answer. An
+optional joint-velocity limit caps how far a command may move from the current joints in one
+control period (the target stays the answer: the next solve starts from it, not from the clipped
+command), and a lead time lets it aim at where a moving goal will be when the servos catch up. Batched observations (vector
 environments: a leading batch axis) give batched actions; the policy keeps one state per env.
 """
 
@@ -51,6 +52,14 @@ class IKController:
         rotation_weight: weight of the rotation error when comparing a failed answer with the
             current pose [m/rad].
 
+    Attributes:
+        last_target: per environment index, the joints (n,) the controller heads for: the last answer
+            it accepted; the next solve starts from it.
+        last_command: per environment index, the last command (n,) sent: the target, clipped by
+            ``joint_velocity_limit`` where one is set.
+        last_result: per environment index, the solver's last :class:`~hik_sim.solvers.ik.IKResult`.
+        failures: solves outside the solver's tolerance since the controller was made.
+
     Raises:
         SolverError: ``solver`` is not an :class:`~hik_sim.solvers.ik.IKSolver`, or bad limits.
     """
@@ -72,6 +81,7 @@ class IKController:
         self._turns = np.asarray(solver.chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * np.pi)
         self._lower, self._upper = lower, upper
         self.last_command: dict[int, np.ndarray] = {}
+        self.last_target: dict[int, np.ndarray] = {}
         self.last_result: dict[int, IKResult] = {}
         self.failures = 0
 
@@ -123,6 +133,7 @@ class IKController:
     def reset(self) -> None:
         """Forget the held commands (call at the start of every episode)."""
         self.last_command.clear()
+        self.last_target.clear()
         self.last_result.clear()
 
     def _solve(self, pos: np.ndarray, quat: np.ndarray, q_now: np.ndarray) -> IKResult:
@@ -140,11 +151,12 @@ class IKController:
         if self.lead_time and "goal_vel" in observation:
             goal = goal + self.lead_time * np.asarray(observation["goal_vel"], dtype=np.float64)
         goal_quat = np.asarray(observation["goal_quat"], dtype=np.float64)
-        # warm-start from the last command, where the servos are heading, not from the joints on their way
+        # warm-start from the last target, where the servos are heading, not from the joints on their way
         # there: from a configuration between two solution branches the solve can land on the other
         # branch, and a controller re-solving from the moving joints could swap branches every few steps
-        # and never arrive (3 of 200 IRB120 Reach episodes did, with speed-limited servos)
-        last = self.last_command.get(index, q_now)
+        # and never arrive (3 of 200 IRB120 Reach episodes did, with speed-limited servos). The target is
+        # the last accepted answer: the command itself, unless joint_velocity_limit clipped it on the way
+        last = self.last_target.get(index, q_now)
         result = self._solve(goal, goal_quat, last)
         self.last_result[index] = result
         answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
@@ -153,13 +165,14 @@ class IKController:
         if not bool(result.success[0]):
             self.failures += 1
         if bool(result.success[0]) or answer_error < current_error:
-            command = self._nearest_turn(result.q[0].numpy().astype(np.float64), last)
+            target = self._nearest_turn(result.q[0].numpy().astype(np.float64), last)
         else:
-            command = last
+            target = last
+        command = target
         if self.joint_velocity_limit is not None and self.dt is not None:  # the constructor gives both or no limit
             step = self.joint_velocity_limit * self.dt
-            command = np.clip(command, q_now - step, q_now + step)
-        self.last_command[index] = command
+            command = np.clip(target, q_now - step, q_now + step)
+        self.last_target[index], self.last_command[index] = target, command
         return command.copy()
 
     def _nearest_turn(self, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
