@@ -37,8 +37,8 @@ def hybrid_seed_name(robot: str) -> str:
     restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: its other
     answers, tried first as restarts, cost the hybrid more evaluations than random restarts on four
     of the five robots that have one (10,000 targets, 49 restarts: Panda 58.0 against 35.2 a target,
-    G1 47.8 against 32.9, JVRC-1 25.0 against 13.3, iCub 10.3 against 6.4; TALOS 15.7 against 21.4;
-    ``benchmarks/results/seed_choice`` against ``benchmarks/results/success_rate.md``).
+    G1 45.2 against 32.9, JVRC-1 22.3 against 13.3, iCub 10.3 against 6.4; TALOS 16.4 against 21.4;
+    ``benchmarks/results/seed_choice``, session 11, against ``benchmarks/results/success_rate.md``).
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
