@@ -35,9 +35,10 @@ pytorch-kinematics in the network's dtype: compiled (``numba``, about 1 µs for 
 same compiled call as the network when no kinematics were given: :func:`~hik_sim.learning._fast_numba.rank`;
 as separate calls the choice cost ~6 µs more, mostly Python) or MuJoCo's C functions
 (:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`, a few µs per answer). Answers
-whose scores differ by less than the network's dtype's rounding may be ordered differently. That choice is part of :meth:`FastIKNetwork.solve`'s and
-:meth:`~FastIKNetwork.solve_all`'s cost (one FK per answer, as the solvers count it);
-:meth:`FastIKNetwork.forward` and :meth:`~FastIKNetwork.candidates` are the network alone.
+whose scores differ by less than the network's dtype's rounding may be ordered differently. That
+choice is part of :meth:`FastIKNetwork.solve`'s and :meth:`~FastIKNetwork.solve_all`'s cost (one FK
+per answer, as the solvers count it); :meth:`FastIKNetwork.forward` and
+:meth:`~FastIKNetwork.candidates` are the network alone.
 
 A :class:`FastIKNetwork` keeps scratch buffers: use one instance per thread.
 """

@@ -10,8 +10,9 @@ now (a network's best guess, the closest approach to an unreachable goal); other
 keeps its last target (initially the joints it starts from) instead of sending a poor answer. An
 optional joint-velocity limit caps how far a command may move from the current joints in one
 control period (the target stays the answer: the next solve starts from it, not from the clipped
-command), and a lead time lets it aim at where a moving goal will be when the servos catch up. Batched observations (vector
-environments: a leading batch axis) give batched actions; the policy keeps one state per env.
+command), and a lead time lets it aim at where a moving goal will be when the servos catch up.
+Batched observations (vector environments: a leading batch axis) give batched actions; the policy
+keeps one state per env.
 """
 
 from __future__ import annotations
