@@ -236,7 +236,7 @@ def test_hypotheses_is_a_field_of_the_card_and_old_cards_still_load() -> None:
     from hik_sim.errors import CheckpointError
     from hik_sim.learning.checkpoint import Card
 
-    for name, answers in (("harmoatt_4answers", 4), ("mlp", 1)):
+    for name, answers in (("harmoatt_4answers", 4), ("harmoatt_q6fixed", 1)):
         stored = json.loads(pretrained_path("irb120", name).with_suffix(".json").read_text())
         assert "hypotheses" not in stored  # written before the field: it comes from model_options (absent: 1)
         card = Card.from_json(stored)
