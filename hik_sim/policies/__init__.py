@@ -46,7 +46,7 @@ def hybrid_seed_name(robot: str) -> str:
 def closed_loop_network_name(robot: str) -> str:
     """The shipped network of the ``closed_loop`` policy (the network alone, closed on its own error) on ``robot``.
 
-    ``harmoatt_4answers`` wherever one is shipped (every registered robot but Romeo): on the test set
+    ``harmoatt_4answers`` wherever one is shipped (every registered robot since session 11): on the test set
     the more accurate network on each of those robots (``tests/test_pretrained.py`` checks it), and
     without a least-squares solver the network's accuracy is all there is; else the hybrid's seed.
     """
