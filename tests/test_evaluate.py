@@ -94,8 +94,8 @@ def test_any_network_shipped_for_the_robot_is_a_policy() -> None:
     assert float(result.pos_err.mean()) < 0.01 and bool(torch.isfinite(result.q).all())
     with pytest.raises(HikError, match="harmoatt_4answers"):  # the error names what the robot has
         build_policy("harmoatt_8answers", robot)
-    with pytest.raises(HikError, match="unknown policy 'harmoatt_4answers'"):
-        build_policy("harmoatt_4answers", get_robot("romeo"))  # not shipped for Romeo
+    with pytest.raises(HikError, match="unknown policy 'harmoatt_q6fixed'"):
+        build_policy("harmoatt_q6fixed", get_robot("romeo"))  # shipped for the IRB120 only
 
 
 @pytest.mark.slow

@@ -153,8 +153,8 @@ def test_unknown_names_list_the_valid_ones() -> None:
     message = str(error.value)
     assert "unknown solver 'transformer'" in message and all(name in message for name in SOLVER_NAMES)
     assert "harmoatt_4answers" in message and "checkpoint path" in message
-    with pytest.raises(UnknownSolverError, match="unknown solver 'harmoatt_4answers'"):  # not shipped for Romeo
-        make_solver("harmoatt_4answers", "romeo")
+    with pytest.raises(UnknownSolverError, match="unknown solver 'harmoatt_q6fixed'"):  # shipped for the IRB120 only
+        make_solver("harmoatt_q6fixed", "romeo")
     with pytest.raises(NetworkNotShippedError, match="solver 'hybrid' needs a network, and none is shipped for robot 'user_arm'; "
                                                      "give network=.*multistart, lm, dm_control"):
         make_solver("hybrid", user_robot())
@@ -176,7 +176,7 @@ def test_the_controller_and_the_evaluator_accept_the_same_names() -> None:
         assert type(policy.solver) is type(make_solver(name, robot, batched=True)), name
     unshipped = [(robot, n) for n in ("cycleik", "regression") if n not in shipped_networks(robot)]
     for other, name in ((robot, "transformer"), (robot, "harmoatt_8answers"), (user_robot(), "hybrid"), (user_robot(), "harmoatt"),
-                        (get_robot("romeo"), "harmoatt_4answers"), *unshipped):
+                        (get_robot("romeo"), "harmoatt_q6fixed"), *unshipped):
         with pytest.raises(HikError):
             IKController.pretrained(other, name)
         with pytest.raises(HikError):
