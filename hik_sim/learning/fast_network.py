@@ -174,7 +174,7 @@ class FastIKNetwork:
         if parts.ranked is not None and geometry is not None and hypotheses > 1:
             from hik_sim.learning.network import CHOICE_TOLERANCE  # torch is loaded: the caller handed us a network
 
-            self._ranked = parts.ranked(geometry, self._template, self._free_index.astype(np.int64), CHOICE_TOLERANCE)
+            self._ranked = parts.ranked(geometry, self._template, self._free_index, CHOICE_TOLERANCE)
 
     @classmethod
     def from_network(cls, network: "IKNetwork", kinematics: "SingleTargetKinematics | None" = None,
@@ -451,6 +451,25 @@ class _Parts(NamedTuple):
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
     ranked: Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]], Ranked] | None = None
+
+
+def _ranked_maker(kernel: Callable[..., tuple[int, int]], weights: tuple[np.ndarray, ...], x: np.ndarray, work: np.ndarray,
+                  outputs: int, hypotheses: int) -> Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]], Ranked]:
+    """A backend's ``ranked`` (see :class:`_Parts`) around a compiled ``*_solve_ranked`` kernel, whose
+    arguments begin with the model's ``weights`` (its P, I[, S] and N arrays)."""
+
+    def ranked(G: np.ndarray, template: np.ndarray, free_index: np.ndarray, tolerance: tuple[float, float]) -> Ranked:
+        n = template.shape[0]
+
+        def answer(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int]:
+            out, answers, scores = np.empty(outputs), np.empty((hypotheses, n)), np.empty(hypotheses)
+            status, best = kernel(*weights, G, template, free_index, pos, quat, x, out, work, MAX_TARGET_DISTANCE,
+                                  tolerance[0], tolerance[1], answers, scores)
+            return status, answers, scores, best
+
+        return answer
+
+    return ranked
 
 
 def _flat_geometry(geometry: Any) -> np.ndarray:
@@ -877,18 +896,7 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
         out = np.empty(outputs)
         return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
 
-    def ranked(G: np.ndarray, template: np.ndarray, free_index: np.ndarray, tolerance: tuple[float, float]) -> Ranked:
-        ranked_kernel, n = _fast_numba.mlp_solve_ranked, template.shape[0]
-
-        def answer(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int]:
-            out, answers, scores = np.empty(outputs), np.empty((hypotheses, n)), np.empty(hypotheses)
-            status, best = ranked_kernel(P, I, N, G, template, free_index, pos, quat, x, out, work, MAX_TARGET_DISTANCE,
-                                         tolerance[0], tolerance[1], answers, scores)
-            return status, answers, scores, best
-
-        return answer
-
-    return _Parts(forward, fused, ranked)
+    return _Parts(forward, fused, _ranked_maker(_fast_numba.mlp_solve_ranked, (P, I, N), x, work, outputs, hypotheses))
 
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
@@ -988,15 +996,5 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         out = np.empty(outputs)
         return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
-    def ranked(G: np.ndarray, template: np.ndarray, free_index: np.ndarray, tolerance: tuple[float, float]) -> Ranked:
-        ranked_kernel, n, hypotheses = _fast_numba.harmoatt_solve_ranked, template.shape[0], outputs // joints
-
-        def answer(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int]:
-            out, answers, scores = np.empty(outputs), np.empty((hypotheses, n)), np.empty(hypotheses)
-            status, best = ranked_kernel(P, I, S, N, G, template, free_index, pos, quat, x, out, work, MAX_TARGET_DISTANCE,
-                                         tolerance[0], tolerance[1], answers, scores)
-            return status, answers, scores, best
-
-        return answer
-
-    return _Parts(forward, fused, ranked)
+    return _Parts(forward, fused, _ranked_maker(_fast_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
+                                                outputs // joints))
