@@ -8,6 +8,12 @@ its answers (``branches`` = H; a four-answer network). No least-squares solver i
 among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 
+A second table says where the policy's own failures are (its K and answers): how many of the
+targets it misses, their median position and rotation miss, the share of failures (and of
+successes) whose answer holds a joint within :data:`PINNED` of a joint limit, the joint pinned most
+often, and the share of failing (and of all) targets whose own configuration — the one the target
+was made from — lies within :data:`NEAR_LIMIT` of its range from a limit.
+
 Output: a Markdown table on stdout and in ``<out>/closed_loop.md``, raw numbers in
 ``<out>/closed_loop.json``.
 
@@ -24,6 +30,7 @@ import json
 import math
 import platform
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,14 +41,35 @@ from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.policies import closed_loop_network_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, NeuralIK
+from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, IKResult, NeuralIK
 
 CORRECTIONS = (0, 1, 3, CLOSED_LOOP_CORRECTIONS)
+PINNED = 1e-3
+"""An answer's joint this close to a limit [rad or m] counts as pinned there (the tanh head saturated)."""
+NEAR_LIMIT = 0.02
+"""A target's own joint this close to a limit, as a share of the joint's range, counts as near it."""
 
 
-def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list[dict[str, object]]:
+def failures(robot_name: str, network: str, true_q: torch.Tensor, result: IKResult, lower: torch.Tensor,
+             upper: torch.Tensor) -> dict[str, object]:
+    """Where a solver's failures are, among its answers ``result.q`` (B, n) to targets made from ``true_q`` (B, n)
+    within the joint limits ``lower``, ``upper`` (n,)."""
+    q, failed = result.q, ~result.success
+    pinned = ((q - lower).abs() < PINNED) | ((upper - q).abs() < PINNED)  # (B, n)
+    near = (torch.minimum(true_q - lower, upper - true_q) / (upper - lower) < NEAR_LIMIT).any(dim=1)
+    share = lambda mask: float(mask.double().mean()) if mask.numel() else math.nan  # noqa: E731
+    counts = pinned[failed].sum(dim=0)
+    return {"robot": robot_name, "network": network, "targets": int(q.shape[0]), "failures": int(failed.sum()),
+            "failure_pos_median_mm": float(1000 * result.pos_err[failed].quantile(0.5)) if failed.any() else math.nan,
+            "failure_rot_median_deg": float(torch.rad2deg(result.rot_err[failed]).quantile(0.5)) if failed.any() else math.nan,
+            "failures_pinned": share(pinned[failed].any(dim=1)), "successes_pinned": share(pinned[~failed].any(dim=1)),
+            "joint_pinned_most": int(counts.argmax()) + 1 if int(counts.sum()) else None,
+            "failures_near_limit": share(near[failed]), "targets_near_limit": share(near)}
+
+
+def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> tuple[list[dict[str, object]], dict[str, object]]:
     """One row per number of corrections of the best answer, and one for every answer corrected K = max(corrections)
-    times (where the network has several)."""
+    times (where the network has several); and where the policy's own failures are (:func:`failures`)."""
     robot = get_robot(robot_name)
     policy = make_solver("closed_loop", robot)  # the closed_loop policy: its network, with K = CLOSED_LOOP_CORRECTIONS
     chain, network, name = policy.chain, policy.network, closed_loop_network_name(robot_name)
@@ -61,11 +89,12 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> list
                      "success_5mm_2deg": float(result.success.double().mean()),
                      "fk_per_target": float(result.fk_evals.double().mean()),
                      "ms_per_1000": 1000 * result.wall_time / targets * 1000})
-    return rows
+    failure = failures(robot_name, name, batch.q, policy.solve(batch.pos, batch.quat), *chain.limits(torch.float64))
+    return rows, failure
 
 
-def markdown(rows: list[dict[str, object]]) -> str:
-    """The table."""
+def markdown(rows: list[dict[str, object]], failure_rows: Sequence[dict[str, object]] = ()) -> str:
+    """The tables."""
     lines = ["| robot | network | corrections | answers corrected | pos mean / median [mm] | rot mean / median [°] "
              "| success 5 mm & 2° | FK per target | ms per 1,000 targets |", "|---|---|---:|---:|---|---|---:|---:|---:|"]
     for r in rows:
@@ -74,6 +103,18 @@ def markdown(rows: list[dict[str, object]]) -> str:
                      f"| {corrected} "
                      f"| {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
                      f"| {100 * r['success_5mm_2deg']:.1f} % | {r['fk_per_target']:.2f} | {r['ms_per_1000']:.0f} |")
+    if failure_rows:
+        lines += ["", f"The policy's failures (its {CLOSED_LOOP_CORRECTIONS} corrections): answers with a joint within "
+                  f"{PINNED:g} of a limit (pinned), targets whose own configuration has a joint within {100 * NEAR_LIMIT:g} % "
+                  "of its range from a limit (near).", "",
+                  "| robot | network | failures | failure median pos / rot [mm / °] | failures pinned | successes pinned "
+                  "| joint pinned most | failing targets near a limit | all targets near a limit |",
+                  "|---|---|---:|---|---:|---:|---:|---:|---:|"]
+        for r in failure_rows:
+            lines.append(f"| {r['robot']} | {r['network']} | {r['failures']} of {r['targets']:,} "
+                         f"| {r['failure_pos_median_mm']:.1f} / {r['failure_rot_median_deg']:.1f} "
+                         f"| {100 * r['failures_pinned']:.1f} % | {100 * r['successes_pinned']:.1f} % | {r['joint_pinned_most'] or '—'} "
+                         f"| {100 * r['failures_near_limit']:.1f} % | {100 * r['targets_near_limit']:.1f} % |")
     return "\n".join(lines) + "\n"
 
 
@@ -87,12 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.targets < 1 or any(k < 0 for k in args.corrections) or not args.corrections:
         parser.error("--targets must be at least 1 and --corrections non-negative")
-    rows = [row for name in args.robots for row in measure(name, args.targets, tuple(args.corrections))]
-    table = markdown(rows)
+    measured = [measure(name, args.targets, tuple(args.corrections)) for name in args.robots]
+    rows = [row for robot_rows, _ in measured for row in robot_rows]
+    failure_rows = [failure for _, failure in measured]
+    table = markdown(rows, failure_rows)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows,
+              "failures": failure_rows}
     (args.out / "closed_loop.json").write_text(json.dumps(record, indent=2) + "\n")
     (args.out / "closed_loop.md").write_text(table)
     print(f"wrote {args.out / 'closed_loop.json'} and {args.out / 'closed_loop.md'}", file=sys.stderr)

@@ -9,6 +9,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
+
+from hik_sim.solvers.ik import IKResult
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "kinematics_bench.py"
 
@@ -240,6 +243,24 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert best["pos_median_mm"] < open_loop["pos_median_mm"]
     table = (tmp_path / "closed_loop.md").read_text()
     assert "| irb120 | harmoatt_4answers | 0 (open loop) | — |" in table and "| 2 | all 4 |" in table
+    (failure,) = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own (5 corrections)
+    assert 0 < failure["failures"] < 300 * (1 - best["success_5mm_2deg"]) + 1  # five corrections miss no more than two
+    assert failure["failures_pinned"] > failure["successes_pinned"]  # the misses are where the tanh head pins a limit
+    assert f"| irb120 | harmoatt_4answers | {failure['failures']} of 300 |" in table
+
+
+def test_the_closed_loop_failure_analysis_counts_pinned_joints_and_targets_near_limits() -> None:
+    closed = _load_script("closed_loop")
+    lower, upper = torch.tensor([-1.0, 0.0]), torch.tensor([1.0, 2.0])
+    q = torch.tensor([[1.0, 1.0], [0.0, 0.0005], [0.2, 0.3], [0.5, 1.5]])  # pinned: joint 1 at its upper, joint 2 at its lower
+    true_q = torch.tensor([[0.99, 1.0], [0.0, 1.0], [0.0, 1.99], [0.1, 0.1]])  # near a limit (2 % of the range): 1st, 3rd
+    zeros = torch.zeros(4, dtype=torch.int64)
+    result = IKResult(q, torch.tensor([0.02, 0.01, 0.001, 0.0]), torch.zeros(4), torch.tensor([False, False, True, True]),
+                      zeros, zeros, zeros)
+    row = closed.failures("toy", "net", true_q, result, lower, upper)
+    assert (row["failures"], row["failures_pinned"], row["successes_pinned"]) == (2, 1.0, 0.0)
+    assert row["joint_pinned_most"] in (1, 2) and row["failure_pos_median_mm"] == pytest.approx(15.0)
+    assert (row["failures_near_limit"], row["targets_near_limit"]) == (0.5, 0.5)
 
 
 def test_env_bench_reports_reach_track_and_the_joint_limit_excess(tmp_path: Path) -> None:
