@@ -25,20 +25,22 @@ def pretrained_names() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
 
 
-HYBRID_SEEDS: dict[str, str] = {"irb120": "harmoatt_4answers"}
+HYBRID_SEEDS: dict[str, str] = {"irb120": "harmoatt_4answers", "talos": "harmoatt_4answers"}
 """Robots whose hybrid solver is seeded by another shipped network than ``harmoatt``."""
 
 
 def hybrid_seed_name(robot: str) -> str:
     """The shipped network that seeds the hybrid solver (network → LM) on ``robot``.
 
-    ``harmoatt_4answers`` on the IRB120: a HarmoAtt-IK network with four answers per pose, whose best
-    answer sits on the right IK branch far more often and whose other answers serve as the first
-    restarts; ``harmoatt`` elsewhere. Not the four-answer network wherever one is shipped: its other
-    answers, tried first as restarts, cost the hybrid more evaluations than random restarts on four
-    of the five robots that have one (10,000 targets, 49 restarts: Panda 58.0 against 35.2 a target,
-    G1 45.2 against 32.9, JVRC-1 22.3 against 13.3, iCub 10.3 against 6.4; TALOS 16.4 against 21.4;
-    ``benchmarks/results/seed_choice``, session 11, against ``benchmarks/results/success_rate.md``).
+    The seed that costs the hybrid fewer evaluations for the same success, by measurement (10,000
+    reachable targets, seed 99, 49 restarts, every target solved either way). ``harmoatt_4answers``
+    on the IRB120 and TALOS: a HarmoAtt-IK network with four answers per pose, whose best answer sits
+    on the right IK branch more often and whose other answers serve as the first restarts (TALOS:
+    16.4 evaluations a target against 21.4, ``benchmarks/results/seed_choice/s12``). ``harmoatt``
+    elsewhere: there the other answers, tried first as restarts, cost more than random restarts
+    (Panda 58.0 against 35.2 a target, G1 45.2 against 32.9, JVRC-1 22.3 against 13.3, iCub 10.3
+    against 6.4; ``benchmarks/results/seed_choice``, session 11), or about the same (Romeo 11.7
+    against 12.1, session 12, where the four answers cost more to compute and rank).
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
