@@ -12,6 +12,10 @@ from hik_sim.policies import load_pretrained, pretrained_names, pretrained_path
 from hik_sim.robots import robot_names
 from hik_sim.evaluation.metrics import evaluate_network
 
+CARD_RTOL = 1e-5
+"""A card's figures against a rerun: the IRB120 HarmoAtt-IK's mean rotation came out 1.1e-6 relative below its
+card on one Xeon (float32 sums in another order); a network other than the card's is off by far more."""
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("robot", robot_names())
@@ -28,10 +32,11 @@ def test_shipped_checkpoints_load_and_match_their_cards(robot: str) -> None:
         assert (q >= lower).all() and (q <= upper).all()
         full = network.card.eval_set
         assert full["size"] >= 10_000
-        # the card's figures are measured: rerun them on the same set
+        # the card's figures are measured: rerun them on the same set (to CARD_RTOL: a float32 forward pass
+        # sums in another order on another CPU)
         metrics = evaluate_network(network, chain, make_eval_set(chain, full["seed"], full["size"]))
-        assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-6)
-        assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-6)
+        assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=CARD_RTOL)
+        assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=CARD_RTOL)
     assert pretrained_path(robot, "harmoatt").stat().st_size < 8 * 2**20
 
 
@@ -44,8 +49,8 @@ def test_every_other_shipped_checkpoint_is_true_to_its_card(name: str) -> None:
     assert card.robot == robot and card.parameters > 0 and pretrained_path(robot, stem).stat().st_size < 5 * 2**20
     targets = make_eval_set(chain, card.eval_set["seed"], card.eval_set["size"], network.selection)
     metrics = evaluate_network(network, chain, targets)
-    assert metrics["pos_mean_mm"] == pytest.approx(card.metrics["pos_mean_mm"], rel=1e-6)
-    assert metrics["rot_mean_deg"] == pytest.approx(card.metrics["rot_mean_deg"], rel=1e-6)
+    assert metrics["pos_mean_mm"] == pytest.approx(card.metrics["pos_mean_mm"], rel=CARD_RTOL)
+    assert metrics["rot_mean_deg"] == pytest.approx(card.metrics["rot_mean_deg"], rel=CARD_RTOL)
     if stem in ("cycleik", "regression", "regression_q6fixed"):  # trained with their papers' own objectives
         assert card.model == stem.split("_")[0] and card.config["objective"] == card.model
 
@@ -137,6 +142,25 @@ def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
     episode = rollout(track, controller, seed=0, max_steps=250)
     assert episode.steps == 250 and episode.joint_limit_violations == 0
     assert track_metrics([episode])["pos_rms_mm"] < 3.0  # 2 mm in the benchmark; looser here
+
+
+def test_the_closed_loop_network_tracks_without_swinging_between_its_answers() -> None:
+    """The closed_loop policy follows the network's answer nearest its last target (``nearest_first``):
+    following the best answer instead, JVRC-1's arm swung between solution branches on the figure-eight
+    (52.8 mm RMS over these 250 steps; 2.0 mm now), with no least-squares solver either way."""
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.evaluation.metrics import track_metrics
+    from hik_sim.evaluation.rollout import rollout
+    from hik_sim.policies import IKController
+
+    controller = IKController.pretrained("jvrc1", "closed_loop")
+    assert controller.solver.nearest_first and controller.solver.network.hypotheses > 1
+    track = gym.make("hik_sim/Track-jvrc1-v0", trajectory="figure_eight", speed=0.1)
+    episode = rollout(track, controller, seed=0, max_steps=250)
+    assert episode.steps == 250 and episode.joint_limit_violations == 0
+    assert track_metrics([episode])["pos_rms_mm"] < 3.0
 
 
 @pytest.mark.parametrize("kind", ["hybrid", "lm"])

@@ -17,8 +17,8 @@ from hik_sim.policies import closed_loop_network_name, hybrid_seed_name, load_pr
 from hik_sim.robots import get_robot
 from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
                                      make_solver, shipped_networks, solver_names)
-from hik_sim.solvers.ik import (CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK,
-                             SingleTargetIK, SingleTargetSolver, _merge)
+from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, DmControlIK, HybridIK,
+                             IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, SingleTargetSolver, _merge)
 
 # dm_control builds the robot's whole scene: every robot's is built by the slow test below
 FAST_DM_CONTROL = ("irb120", "user_arm")
@@ -57,7 +57,8 @@ def _direct(name: str, chain: Chain, batched: bool):  # noqa: ANN202
     """The solver ``name`` stands for, built by hand from the solver classes."""
     robot = chain.robot
     if name == "closed_loop":
-        return NeuralIK(load_pretrained(robot.name, closed_loop_network_name(robot.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS)
+        return NeuralIK(load_pretrained(robot.name, closed_loop_network_name(robot.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS,
+                        branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST)
     if name == "hybrid":
         seed = load_pretrained(robot.name, hybrid_seed_name(robot.name))
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)

@@ -538,3 +538,44 @@ def test_the_shipped_hybrid_solves_reachable_targets_exactly_at_a_bounded_cost(r
     choice = network.hypotheses if network.hypotheses > 1 else 0
     assert bool((result.fk_evals >= 1 + choice).all())  # the seed's FK and the answers' ranking, at least
     assert float(result.function_evals.double().mean()) < 45  # ~25 (IRB120) and ~33 (G1) measured; restarts only where needed
+
+
+def test_with_q_init_the_closed_loop_network_follows_its_answer_nearest_q_init_first() -> None:
+    """Continuity: the best of a network's answers is the wrong one to follow while tracking (which is best
+    changes from step to step where two are about as good: the JVRC-1's arm swung between branches, 56 mm
+    RMS on the figure-eight); with ``nearest_first`` the answer nearest ``q_init`` that meets the tolerance wins."""
+    from hik_sim.policies import load_pretrained
+
+    chain = Chain(robot_by_id("jvrc1"))
+    network = load_pretrained("jvrc1", "harmoatt_4answers")
+    targets = make_eval_set(chain, 99, 300).batch
+    plain = NeuralIK(network, chain, corrections=3)
+    nearest = NeuralIK(network, chain, corrections=3, nearest_first=True)
+    without = nearest.solve(targets.pos, targets.quat)
+    assert torch.equal(without.q, plain.solve(targets.pos, targets.quat).q)  # no q_init: nothing changes
+    # per target, an answer within the tolerance that is not the best one, far from the best in joint space
+    answers = nearest._candidates(targets.pos, targets.quat)  # (B, H, n)
+    batch, hypotheses, dof = answers.shape
+    pose = chain.fk(answers.reshape(-1, dof))
+    pos_err = position_error(pose.pos, targets.pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
+    rot_err = rotation_error(pose.quat, targets.quat.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
+    met, best = Tolerance().met(pos_err, rot_err), nearest._score(pos_err, rot_err).argmin(dim=1)
+    far = (answers - answers[torch.arange(batch), best][:, None]).norm(dim=-1) > 0.3
+    other = met & far
+    rows = other.any(dim=1).nonzero().flatten()
+    assert rows.numel() >= 10  # measured: 47 of 300
+    heads = other[rows].double().argmax(dim=1)  # the first such answer
+    pos, quat, q_init = targets.pos[rows], targets.quat[rows], answers[rows, heads]
+    followed = nearest.solve(pos, quat, q_init=q_init)
+    assert torch.allclose(followed.q, q_init) and bool(followed.success.all())
+    assert bool((followed.fk_evals == hypotheses).all())  # within the tolerance as it stands: no correction
+    assert not torch.allclose(plain.solve(pos, quat, q_init=q_init).q, q_init)  # plain: the best answer, another branch
+    # the single-target path (batch 1, the controller's) follows the same answer
+    for i in range(3):
+        one = nearest.solve(pos[i:i + 1], quat[i:i + 1], q_init=q_init[i:i + 1])
+        assert torch.allclose(one.q, q_init[i:i + 1], atol=1e-4) and int(one.fk_evals[0]) == hypotheses
+    # an answer within the tolerance ranks before any outside it, whatever their scores
+    assert int(nearest._key(torch.tensor([1.35, 1.9], dtype=torch.float64), torch.tensor([False, True])).argmin()) == 1
+    assert nearest._key(1.9, True) < nearest._key(1.35, False)
+    with pytest.raises(HikError, match="q_init"):
+        nearest.solve(pos, quat, q_init=q_init[:, :2])

@@ -5,9 +5,12 @@ warm-started from its last target (the last answer it accepted, where the servos
 current joints at the first step), so that reaching and tracking stay on one solution branch, and
 commands the answer as joint position targets (on a joint whose range exceeds a turn, the answer's
 copy whole turns nearer the last target: the same pose). When a solve fails (outside the solver's
-tolerance) its answer is still accepted if it brings the end-effector closer to the goal than it is
-now (a network's best guess, the closest approach to an unreachable goal); otherwise the controller
-keeps its last target (initially the joints it starts from) instead of sending a poor answer. An
+tolerance) its answer is still accepted if it puts the end-effector closer to the goal than the last
+target does (a network's best guess, the closest approach to an unreachable goal); otherwise the
+controller keeps its last target (initially the joints it starts from) instead of sending a poor
+answer. The comparison is with the last target, where the servos are heading, not with the
+end-effector on its way there: against a moving arm's pose any answer looks better, and a failed
+answer on another solution branch could then take the arm away from a target as good. An
 optional joint-velocity limit caps how far a command may move from the current joints in one
 control period (the target stays the answer: the next solve starts from it, not from the clipped
 command), and a lead time lets it aim at where a moving goal will be when the servos catch up.
@@ -51,7 +54,7 @@ class IKController:
         lead_time: aim at ``goal_pos + goal_vel · lead_time`` when the observation has a goal
             velocity [s] (about 2/ω for a servo of natural frequency ω; 0: off).
         rotation_weight: weight of the rotation error when comparing a failed answer with the
-            current pose [m/rad].
+            last target [m/rad].
 
     Attributes:
         last_target: per environment index, the joints (n,) the controller heads for: the last answer
@@ -160,12 +163,10 @@ class IKController:
         last = self.last_target.get(index, q_now)
         result = self._solve(goal, goal_quat, last)
         self.last_result[index] = result
-        answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
-        current_error = (float(np.linalg.norm(np.asarray(observation["ee_pos"]) - goal))
-                         + self.rotation_weight * rotation_angle(observation["ee_quat"], goal_quat))
         if not bool(result.success[0]):
             self.failures += 1
-        if bool(result.success[0]) or answer_error < current_error:
+        answer_error = float(result.pos_err[0]) + self.rotation_weight * float(result.rot_err[0])
+        if bool(result.success[0]) or answer_error < self._error(last, goal, goal_quat):
             target = self._nearest_turn(result.q[0].numpy().astype(np.float64), last)
         else:
             target = last
@@ -175,6 +176,12 @@ class IKController:
             command = np.clip(target, q_now - step, q_now + step)
         self.last_target[index], self.last_command[index] = target, command
         return command.copy()
+
+    def _error(self, q: np.ndarray, goal_pos: np.ndarray, goal_quat: np.ndarray) -> float:
+        """How far joints q (n,) put the end-effector from the goal: position [m] + ``rotation_weight`` × rotation [rad]."""
+        pose = self.solver.chain.fk(torch.as_tensor(q, dtype=torch.float64)[None])
+        return (float(np.linalg.norm(pose.pos[0].numpy() - goal_pos))
+                + self.rotation_weight * rotation_angle(pose.quat[0].numpy(), goal_quat))
 
     def _nearest_turn(self, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
         """``q`` (n,) with each joint of more than a turn's range moved by whole turns (2π) to the copy

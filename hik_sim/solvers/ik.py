@@ -233,6 +233,26 @@ most of the gain comes in the first 1–3 (benchmarks/closed_loop.py, docs/netwo
 CLOSED_LOOP_BRANCHES = 1
 """Answers the ``closed_loop`` policy corrects (:class:`NeuralIK` ``branches``): the best one
 (benchmarks/closed_loop.py measures all of a network's answers beside it)."""
+CLOSED_LOOP_NEAREST_FIRST = True
+"""The ``closed_loop`` policy follows the answers nearest its last target first (:class:`NeuralIK`
+``nearest_first``): no swings between solution branches while tracking."""
+_OUTSIDE = 1e6
+"""Added to the score of an answer outside the tolerance when ranking (scores stay below 10⁴: a few
+metres over 5 mm, π over 2°), so that any answer within the tolerance ranks first."""
+
+
+class _Landed(NamedTuple):
+    """A network's H answers for B targets and where they land."""
+
+    answers: torch.Tensor  # (B, H, n) [rad, m]
+    pos: torch.Tensor  # (B, H, 3) [m]
+    quat: torch.Tensor  # (B, H, 4) wxyz
+    score: torch.Tensor  # (B, H) position / tolerance + rotation / tolerance
+    met: torch.Tensor  # (B, H) within the tolerance
+
+    def rows(self, index: torch.Tensor) -> "_Landed":
+        """The targets ``index`` (B',) only."""
+        return _Landed(*(field[index] for field in self))
 
 
 class NeuralIK:
@@ -250,8 +270,16 @@ class NeuralIK:
     not (it jumps where two answers are equally good), so re-choosing among the answers at every
     correction can undo the last correction. The ``branches`` best answers of the open-loop call
     are each corrected so, and the best answer seen over all of them (by position / tolerance +
-    rotation / tolerance) is kept; a target stops at the first correction round that brings one
-    within the tolerance, so a correction can only help.
+    rotation / tolerance, an answer within the tolerance before any other) is kept; a target stops
+    at the first correction round that brings one within the tolerance, so a correction can only help.
+
+    With ``nearest_first`` and a ``q_init`` (a controller's last target), a network with several
+    answers follows its answers in the order of their distance from ``q_init`` instead, each alone
+    (its K corrections), and keeps the first that meets the tolerance: continuity, as
+    :class:`HybridIK`'s ``q_init`` seed gives it. The best answer is the wrong one to follow while
+    tracking: where two answers are about equally good, which is best changes from one control
+    step to the next and the commanded joints swing between solution branches. Only when none of
+    the answers meets the tolerance does the best seen win. Without ``q_init`` nothing changes.
 
     ``fk_evals`` counts every FK: for the open-loop answer, the H that choose among a network's
     answers (none with one answer); with corrections, one for every answer at the start (which
@@ -263,7 +291,8 @@ class NeuralIK:
         tolerance: success criterion.
         corrections: K, goal-shift corrections per target (0: the network alone).
         branches: how many of the network's answers, the best first, are each corrected (at most
-            its H answers; more is taken as H).
+            its H answers; more is taken as H); not used for a ``q_init`` with ``nearest_first``.
+        nearest_first: with ``q_init``, follow the answers nearest it first (above).
 
     Raises:
         SolverError: the network was made for another robot.
@@ -271,14 +300,17 @@ class NeuralIK:
     """
 
     def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0,
-                 branches: int = 1) -> None:
+                 branches: int = 1, nearest_first: bool = False) -> None:
         check_network_fits(network, chain)
         if corrections < 0:
             raise SolverError(f"corrections must be >= 0, got {corrections}")
         if branches < 1:
             raise SolverError(f"branches must be >= 1 (how many of the network's answers to correct), got {branches}")
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
-        self.branches = min(branches, network.hypotheses)
+        self.branches, self.nearest_first = min(branches, network.hypotheses), nearest_first
+        lower, upper = chain.limits(torch.float64)
+        # revolute joints whose range holds more than one turn: an answer and its ±2π copies are the same pose
+        self._turns = np.asarray(chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * math.pi).numpy()
         self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
         self._single_fk: Any = None
 
@@ -297,42 +329,90 @@ class NeuralIK:
         return pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
-        """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` is ignored (a network has no starting point)."""
+        """Network answers (B, n) for targets (B, 3), (B, 4); ``q_init`` (B, n) only orders the answers
+        of a several-answer network with ``nearest_first`` (a network has no starting point)."""
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
+        if q_init is not None:
+            q_init = _check_q_init(q_init, pos.shape[0], self.chain.dof)
+        nearest = q_init if self.nearest_first and self.network.hypotheses > 1 else None
         if pos.shape[0] == 1 and self._fast_path():
-            return self._solve_one(pos, quat, start)
+            return self._solve_one(pos, quat, None if nearest is None else nearest[0].numpy(), start)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
-        if self.corrections == 0 or pos.shape[0] == 0:
+        if (self.corrections == 0 and nearest is None) or pos.shape[0] == 0:
             q = self._answer(pos, quat)
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
             return replace(result, wall_time=elapsed)
-        best_q, fk_evals = self._corrected(pos, quat)
+        best_q, fk_evals = self._corrected(pos, quat, nearest)
         elapsed = time.perf_counter() - start  # the corrections' FK counts; the reporting FK below does not
         result = _result(self.chain, best_q, pos, quat, self.tolerance, zeros, fk_evals, zeros.clone(), start)
         return replace(result, wall_time=elapsed)
 
-    def _corrected(self, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,)."""
-        batch, hypotheses, followed, dof = pos.shape[0], self.network.hypotheses, self.branches, self.chain.dof
+    def _distance(self, answers: np.ndarray | torch.Tensor, q_init: np.ndarray | torch.Tensor) -> Any:
+        """Joint-space distance (..., H) of answers (..., H, n) from ``q_init`` (..., n) [rad, m]; on a
+        joint of more than a turn's range, the nearest copy whole turns away counts (the same pose)."""
+        diff = answers - q_init[..., None, :]
+        if isinstance(diff, torch.Tensor):
+            diff = torch.where(torch.as_tensor(self._turns), torch.remainder(diff + math.pi, 2 * math.pi) - math.pi, diff)
+        else:
+            diff = np.where(self._turns, np.remainder(diff + math.pi, 2 * math.pi) - math.pi, diff)
+        return (diff ** 2).sum(-1) ** 0.5
+
+    def _corrected(self, pos: torch.Tensor, quat: torch.Tensor, nearest: torch.Tensor | None = None,
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,);
+        with ``nearest`` (B, n), the answers nearest it first, each followed alone, until one meets."""
+        batch, hypotheses, dof = pos.shape[0], self.network.hypotheses, self.chain.dof
         answers = self._candidates(pos, quat)  # (B, H, n), head order
         reached = self.chain.fk(answers.reshape(batch * hypotheses, dof))
         pos_err = position_error(reached.pos, pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
         rot_err = rotation_error(reached.quat, quat.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
-        score = self._score(pos_err, rot_err)
-        heads = score.argsort(dim=1, stable=True)[:, :followed]  # (B, F): the answers followed, best first
+        landed = _Landed(answers, reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4),
+                         self._score(pos_err, rot_err), self.tolerance.met(pos_err, rot_err))
         fk_evals = torch.full((batch,), hypotheses, dtype=torch.int64)
+        if nearest is None:
+            heads = landed.score.argsort(dim=1, stable=True)[:, :self.branches]  # (B, F): the answers followed, best first
+            best_q, _, _, spent = self._follow(pos, quat, landed, heads)
+            return best_q, fk_evals + spent
+        order = self._distance(answers, nearest).argsort(dim=1, stable=True)  # (B, H): nearest first
+        best_q, best_key = answers[:, 0].clone(), torch.full((batch,), math.inf, dtype=torch.float64)
+        done = torch.zeros(batch, dtype=torch.bool)
+        for rank in range(hypotheses):
+            index = (~done).nonzero().flatten()
+            if index.numel() == 0:
+                break
+            q, key, met, spent = self._follow(pos[index], quat[index], landed.rows(index), order[index, rank:rank + 1])
+            fk_evals[index] += spent
+            take = met | (key < best_key[index])
+            best_q[index[take]], best_key[index[take]] = q[take], key[take]
+            done[index[met]] = True
+        return best_q, fk_evals
+
+    def _key(self, score: Any, met: Any) -> Any:
+        """Ranking of answers, lower is better: any answer within the tolerance before any other,
+        then by score (an answer 0.1 mm and 2.5° off scores below one 4.9 mm and 1.9° off)."""
+        if isinstance(score, torch.Tensor):
+            return score + _OUTSIDE * (~met).to(score.dtype)
+        return score if met else score + _OUTSIDE
+
+    def _follow(self, pos: torch.Tensor, quat: torch.Tensor, landed: "_Landed", heads: torch.Tensor,
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Correct answers ``heads`` (B, F) of each target (B, 3), (B, 4) side by side, round after
+        round, until one of a target's meets the tolerance: its best answer (B, n), that answer's
+        :meth:`_key` (B,), whether it meets the tolerance (B,) and the FK the corrections spent (B,)."""
+        batch, followed, dof = heads.shape[0], heads.shape[1], self.chain.dof
         # one row per (target, followed answer), target-major: its head, goal, answer and where it lands
         rows = torch.arange(batch).repeat_interleave(followed)
         head = heads.flatten()
-        pick = rows * hypotheses + head
-        q = answers.reshape(batch * hypotheses, dof)[pick]
-        reached_pos, reached_quat = reached.pos[pick], reached.quat[pick]
+        q = landed.answers[rows, head].clone()
+        reached_pos, reached_quat = landed.pos[rows, head].clone(), landed.quat[rows, head].clone()
         goal_pos, goal_quat = pos[rows].clone(), quat[rows].clone()
-        best_q = answers[torch.arange(batch), heads[:, 0]].clone()
-        best_score = score.gather(1, heads[:, :1]).flatten()
-        done = self.tolerance.met(pos_err.gather(1, heads[:, :1]).flatten(), rot_err.gather(1, heads[:, :1]).flatten())
+        met = landed.met[rows, head]
+        best_key, first = self._key(landed.score[rows, head], met).view(batch, followed).min(dim=1)
+        best_q = q.view(batch, followed, dof)[torch.arange(batch), first].clone()
+        done = met.view(batch, followed).any(dim=1)
+        spent = torch.zeros(batch, dtype=torch.int64)
         for _ in range(self.corrections):
             index = (~done[rows]).nonzero().flatten()
             if index.numel() == 0:
@@ -345,18 +425,19 @@ class NeuralIK:
             q[index] = self._candidates(goal_pos[index], goal_quat[index])[torch.arange(index.numel()), head[index]]
             now = self.chain.fk(q[index])
             reached_pos[index], reached_quat[index] = now.pos, now.quat
-            fk_evals.index_add_(0, rows[index], torch.ones_like(index))
+            spent.index_add_(0, rows[index], torch.ones_like(index))
             pos_now, rot_now = position_error(now.pos, target_pos), rotation_error(now.quat, target_quat)
-            round_score = torch.full((batch * followed,), math.inf, dtype=torch.float64)
-            round_score[index] = self._score(pos_now, rot_now)
-            round_best, branch = round_score.view(batch, followed).min(dim=1)
-            better = round_best < best_score
-            best_score[better] = round_best[better]
+            met_now = self.tolerance.met(pos_now, rot_now)
+            round_key = torch.full((batch * followed,), math.inf, dtype=torch.float64)
+            round_key[index] = self._key(self._score(pos_now, rot_now), met_now)
+            round_best, branch = round_key.view(batch, followed).min(dim=1)
+            better = round_best < best_key
+            best_key[better] = round_best[better]
             best_q[better] = q.view(batch, followed, dof)[better, branch[better]]
-            met = torch.zeros(batch * followed, dtype=torch.bool)
-            met[index] = self.tolerance.met(pos_now, rot_now)
-            done |= met.view(batch, followed).any(dim=1)
-        return best_q, fk_evals
+            met_round = torch.zeros(batch * followed, dtype=torch.bool)
+            met_round[index] = met_now
+            done |= met_round.view(batch, followed).any(dim=1)
+        return best_q, best_key, done, spent
 
     def _fast_path(self) -> bool:
         """Build the batch-1 path once: :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs a pose,
@@ -375,17 +456,17 @@ class NeuralIK:
             except HikError:
                 self._fast = False
                 return False
-            self._single_fk = SingleTargetKinematics(self.chain.robot) if self.corrections else None
+            self._single_fk = SingleTargetKinematics(self.chain.robot) if self.corrections or self.nearest_first else None
             lower, upper = self.chain.limits(torch.float64)
             self._limits = (lower.numpy(), upper.numpy())
         return self._fast is not False
 
-    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, start: float) -> IKResult:
+    def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, nearest: np.ndarray | None, start: float) -> IKResult:
         """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
         the fast forward pass's 1e-5) and the same FK count as the batched path."""
         target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
-        if self.corrections:
-            q, fk_evals = self._corrected_one(target_pos, target_quat)
+        if self.corrections or nearest is not None:
+            q, fk_evals = self._corrected_one(target_pos, target_quat, nearest)
         else:
             q, fk_evals = np.clip(self._fast.solve(target_pos, target_quat), *self._limits), self._choice_fk
         elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
@@ -394,46 +475,68 @@ class NeuralIK:
                          fk_evals * one, 0 * one, start)
         return replace(result, wall_time=elapsed)
 
-    def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, int]:
+    def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray, nearest: np.ndarray | None = None,
+                       ) -> tuple[np.ndarray, int]:
         """:meth:`_corrected` for one target (3,), (4,): the best corrected answer (n,) and the FK it spent."""
-        mujoco, fast, limits = self._mujoco, self._fast, self._limits
-        conjugate = np.empty(4)
-
-        def land(q: np.ndarray) -> tuple[float, bool, np.ndarray, np.ndarray]:
-            """Where answer q lands: its score, whether it is within the tolerance, its position and
-            the rotation still to go from it to the target (world frame)."""
-            reached = self._single_fk.fk(q)
-            residual = np.empty(4)
-            mujoco.mju_negQuat(conjugate, reached.quat)
-            mujoco.mju_mulQuat(residual, target_quat, conjugate)
-            pos_err = float(np.linalg.norm(target_pos - reached.pos))
-            rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
-            score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
-            return score, self.tolerance.met(pos_err, rot_err), reached.pos.copy(), residual
-
-        answers = np.clip(fast.candidates(target_pos, target_quat), *limits)  # (H, n), head order
-        landed = [land(q) for q in answers]
+        answers = np.clip(self._fast.candidates(target_pos, target_quat), *self._limits)  # (H, n), head order
+        landed = [self._land(q, target_pos, target_quat) for q in answers]
         fk_evals = len(answers)
-        heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
-        best_q, (best_score, done) = answers[heads[0]], landed[heads[0]][:2]
+        if nearest is None:
+            heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
+            best_q, _, _, spent = self._follow_one(target_pos, target_quat, answers, landed, heads)
+            return best_q, fk_evals + spent
+        best_q, best_key = answers[0], math.inf
+        for head in np.argsort(self._distance(answers, nearest), kind="stable"):  # nearest first
+            q, key, met, spent = self._follow_one(target_pos, target_quat, answers, landed, [int(head)])
+            fk_evals += spent
+            if met or key < best_key:
+                best_q, best_key = q, key
+            if met:
+                break
+        return best_q, fk_evals
+
+    def _land(self, q: np.ndarray, target_pos: np.ndarray, target_quat: np.ndarray,
+              ) -> tuple[float, bool, np.ndarray, np.ndarray]:
+        """Where answer q (n,) lands: its score, whether it is within the tolerance, its position (3,)
+        and the rotation still to go from it to the target (4,), world frame."""
+        reached = self._single_fk.fk(q)
+        conjugate, residual = np.empty(4), np.empty(4)
+        self._mujoco.mju_negQuat(conjugate, reached.quat)
+        self._mujoco.mju_mulQuat(residual, target_quat, conjugate)
+        pos_err = float(np.linalg.norm(target_pos - reached.pos))
+        rot_err = 2 * math.atan2(float(np.linalg.norm(residual[1:])), abs(float(residual[0])))
+        score = pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
+        return score, self.tolerance.met(pos_err, rot_err), reached.pos.copy(), residual
+
+    def _follow_one(self, target_pos: np.ndarray, target_quat: np.ndarray, answers: np.ndarray,
+                    landed: list[tuple[float, bool, np.ndarray, np.ndarray]], heads: list[int],
+                    ) -> tuple[np.ndarray, float, bool, int]:
+        """:meth:`_follow` for one target: its best answer (n,), that answer's key, whether it meets
+        the tolerance and the FK the corrections spent."""
+        keys = [self._key(landed[h][0], landed[h][1]) for h in heads]
+        first = int(np.argmin(keys))
+        best_q, best_key = answers[heads[first]], keys[first]
+        done = any(landed[h][1] for h in heads)
         branches = [[head, target_pos.copy(), target_quat.copy(), landed[head][2], landed[head][3]] for head in heads]
         shifted = np.empty(4)
+        spent = 0
         for _ in range(self.corrections):
             if done:
                 break
             for branch in branches:  # every followed answer once a round, as the batched path does
                 head, goal_pos, goal_quat, reached_pos, residual = branch
                 goal_pos = goal_pos + (target_pos - reached_pos)
-                mujoco.mju_mulQuat(shifted, residual, goal_quat)
+                self._mujoco.mju_mulQuat(shifted, residual, goal_quat)
                 goal_quat = shifted / np.linalg.norm(shifted)
-                q = np.clip(fast.candidates(goal_pos, goal_quat)[head], *limits)
-                score, met, reached_pos, residual = land(q)
-                fk_evals += 1
+                q = np.clip(self._fast.candidates(goal_pos, goal_quat)[head], *self._limits)
+                score, met, reached_pos, residual = self._land(q, target_pos, target_quat)
+                spent += 1
                 branch[1:] = [goal_pos, goal_quat, reached_pos, residual]
-                if score < best_score:
-                    best_q, best_score = q, score
+                key = self._key(score, met)
+                if key < best_key:
+                    best_q, best_key = q, key
                 done = done or met
-        return best_q, fk_evals
+        return best_q, best_key, done, spent
 
 
 class LMRun(NamedTuple):

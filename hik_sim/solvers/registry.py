@@ -150,7 +150,8 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         HikError: a checkpoint that cannot be read or does not fit the robot.
     """
     from hik_sim.kinematics.chain import Chain
-    from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+    from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, DmControlIK,
+                                    HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK)
 
     spec = _robot(robot)
     if not isinstance(name, (str, Path)):
@@ -172,7 +173,8 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         default = closed_loop_network_name(spec.name) if name == "closed_loop" else hybrid_seed_name(spec.name)
         seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, default, device)
         if name == "closed_loop":
-            return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES)
+            return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES,
+                            nearest_first=CLOSED_LOOP_NEAREST_FIRST)
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)
