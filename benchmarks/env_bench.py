@@ -12,7 +12,10 @@ position error RMS / p95 / max [mm] after the first second, rotation RMS [°]
 :func:`hik_sim.evaluation.rollout.rollout`, as in the evaluator.
 
 Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the controller's last command) by
-default; add ``lm``, ``harmoatt``, ``mlp`` or ``dm_control`` with ``--controllers``.
+default; add ``lm``, ``harmoatt``, ``mlp``, ``closed_loop``, ``dm_control``, … with ``--controllers``, and
+``closed_loop_best_answer``: the ``closed_loop`` policy following its network's best answer at every
+step instead of the answer nearest its last target (``NeuralIK`` ``nearest_first=False``, the policy
+before session 13), to measure what continuity buys.
 Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
 
 Usage::
@@ -37,14 +40,25 @@ from tqdm.auto import tqdm
 import hik_sim.envs  # noqa: F401  (registration)
 from hik_sim.evaluation.metrics import limit_violations_text, reach_metrics, track_metrics
 from hik_sim.evaluation.rollout import rollout
-from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
 from hik_sim.envs.trajectories import TRAJECTORIES
+from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
+
+BEST_ANSWER = "closed_loop_best_answer"
+
+
+def make_controller(robot: str, kind: str) -> IKController:
+    """The controller of one of :data:`CONTROLLER_KINDS` or :data:`BEST_ANSWER` for a registered robot."""
+    if kind == BEST_ANSWER:
+        controller = IKController.pretrained(robot, "closed_loop")
+        controller.solver.nearest_first = False  # the policy's solver is a NeuralIK
+        return controller
+    return IKController.pretrained(robot, kind)
 
 
 def reach(robot: str, kind: str, episodes: int, progress: bool) -> dict[str, object]:
     """Reach episodes with one controller: :func:`hik_sim.evaluation.metrics.reach_metrics`."""
     env = gym.make(f"hik_sim/Reach-{robot}-v0")
-    controller = IKController.pretrained(robot, kind)
+    controller = make_controller(robot, kind)
     runs = [rollout(env, controller, seed=episode) for episode in tqdm(range(episodes), desc=f"reach {kind}", disable=not progress, file=sys.stderr)]
     env.close()
     return {"controller": kind, **reach_metrics(runs)}
@@ -53,7 +67,7 @@ def reach(robot: str, kind: str, episodes: int, progress: bool) -> dict[str, obj
 def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, progress: bool) -> dict[str, object]:
     """Track episodes with one controller and trajectory: :func:`hik_sim.evaluation.metrics.track_metrics` (errors after the first second)."""
     env = gym.make(f"hik_sim/Track-{robot}-v0", trajectory=trajectory, speed=speed)
-    controller = IKController.pretrained(robot, kind)
+    controller = make_controller(robot, kind)
     runs = [rollout(env, controller, seed=episode)
             for episode in tqdm(range(episodes), desc=f"track {trajectory} {kind}", disable=not progress, file=sys.stderr)]
     env.close()
@@ -82,7 +96,7 @@ def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="env_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
-    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=CONTROLLER_KINDS)
+    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=(*CONTROLLER_KINDS, BEST_ANSWER))
     parser.add_argument("--episodes", type=int, default=200, help="Reach episodes per controller (default 200)")
     parser.add_argument("--track-episodes", type=int, default=10, help="Track episodes per controller (default 10)")
     parser.add_argument("--speed", type=float, default=0.1, help="Track speed [m/s] (default 0.1)")

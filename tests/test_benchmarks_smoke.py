@@ -277,6 +277,13 @@ def test_env_bench_reports_reach_track_and_the_joint_limit_excess(tmp_path: Path
     assert f"| {reach['joint_limit_violations']}; {1000 * reach['joint_limit_excess_max_rad']:.1f} |" in table
 
 
+def test_env_bench_measures_the_closed_loop_following_its_best_answer_beside_the_policy() -> None:
+    env_bench = _load_script("env_bench")
+    best, policy = env_bench.make_controller("jvrc1", env_bench.BEST_ANSWER), env_bench.make_controller("jvrc1", "closed_loop")
+    assert not best.solver.nearest_first and policy.solver.nearest_first
+    assert best.solver.network.card.model == policy.solver.network.card.model and best.solver.corrections == policy.solver.corrections
+
+
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:
     study = _load_script("recipe_study")
     argv = ["--quick", "--minutes", "0.01", "--robots", "irb120", "--variants", "baseline", "batch_256", "hard_25",
