@@ -3,8 +3,10 @@
 Per robot, the network the ``closed_loop`` policy uses (the four-answer network where one is shipped:
 ``hik_sim.policies.closed_loop_network_name``) answers 10,000 test targets (seed 2024) through
 :class:`~hik_sim.solvers.ik.NeuralIK` with K = 0 (open loop), 1, 3 and 5 (the policy's default)
-goal-shift corrections of its best answer (the policy's), and with K = 5 corrections of every one of
-its answers (``branches`` = H; a four-answer network). No least-squares solver is involved; every FK is counted (the choice
+goal-shift corrections of its best answer, and with K = 5 corrections of every one of its answers
+(``branches`` = H; a four-answer network); then the policy itself, where it adds the answers of further
+networks (``hik_sim.policies.closed_loop_extra_names``: the one-answer HarmoAtt-IK) to that network's,
+K = 5 corrections of the best of them all. No least-squares solver is involved; every FK is counted (the choice
 among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 
@@ -38,7 +40,7 @@ import torch
 
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
-from hik_sim.policies import closed_loop_network_name
+from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.registry import make_solver
 from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, IKResult, NeuralIK
@@ -68,30 +70,35 @@ def failures(robot_name: str, network: str, true_q: torch.Tensor, result: IKResu
 
 
 def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> tuple[list[dict[str, object]], dict[str, object]]:
-    """One row per number of corrections of the best answer, and one for every answer corrected K = max(corrections)
-    times (where the network has several); and where the policy's own failures are (:func:`failures`)."""
+    """One row per number of corrections of the network's best answer, one for every answer corrected K = max(corrections)
+    times (where the network has several), one for the policy where it adds other networks' answers; and where the
+    policy's own failures are (:func:`failures`)."""
     robot = get_robot(robot_name)
-    policy = make_solver("closed_loop", robot)  # the closed_loop policy: its network, with K = CLOSED_LOOP_CORRECTIONS
+    policy = make_solver("closed_loop", robot)  # the closed_loop policy: its networks, with K = CLOSED_LOOP_CORRECTIONS
     chain, network, name = policy.chain, policy.network, closed_loop_network_name(robot_name)
+    policy_name = " + ".join((name, *closed_loop_extra_names(robot_name)))
     batch = make_eval_set(chain, TEST_SEED, targets).batch
     settings = [(k, CLOSED_LOOP_BRANCHES) for k in corrections]
     if network.hypotheses > 1 and max(corrections) > 0:
         settings.append((max(corrections), network.hypotheses))
+    solvers = [(name, NeuralIK(network, chain, corrections=k, branches=branches)) for k, branches in settings]
+    if len(policy.networks) > 1:
+        solvers.append((policy_name, policy))
     rows, own = [], None  # own: the policy's result, for where its failures are
-    for k, branches in settings:
-        same = k == policy.corrections and branches == policy.branches
-        solver = policy if same else NeuralIK(network, chain, corrections=k, branches=branches)
+    for label, solver in solvers:
+        same = len(policy.networks) == len(solver.networks) and (solver.corrections, solver.branches) == (policy.corrections, policy.branches)
         result = solver.solve(batch.pos, batch.quat)
         own = result if same else own
         pos_mm, rot_deg = 1000 * result.pos_err, torch.rad2deg(result.rot_err)
-        rows.append({"robot": robot_name, "network": name, "corrections": k, "branches": solver.branches, "targets": targets,
+        rows.append({"robot": robot_name, "network": label, "corrections": solver.corrections, "branches": solver.branches,
+                     "answers": solver.hypotheses, "targets": targets,
                      "pos_mean_mm": float(pos_mm.mean()), "pos_median_mm": float(pos_mm.median()),
                      "rot_mean_deg": float(rot_deg.mean()), "rot_median_deg": float(rot_deg.median()),
                      "success_5mm_2deg": float(result.success.double().mean()),
                      "fk_per_target": float(result.fk_evals.double().mean()),
                      "ms_per_1000": 1000 * result.wall_time / targets * 1000})
     own = own if own is not None else policy.solve(batch.pos, batch.quat)  # the policy's setting was not among those measured
-    failure = failures(robot_name, name, batch.q, own, *chain.limits(torch.float64))
+    failure = failures(robot_name, policy_name, batch.q, own, *chain.limits(torch.float64))
     return rows, failure
 
 

@@ -13,9 +13,10 @@ position error RMS / p95 / max [mm] after the first second, rotation RMS [°]
 
 Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the controller's last command) by
 default; add ``lm``, ``harmoatt``, ``mlp``, ``closed_loop``, ``dm_control``, … with ``--controllers``, and
-``closed_loop_best_answer``: the ``closed_loop`` policy following its network's best answer at every
-step instead of the answer nearest its last target (``NeuralIK`` ``nearest_first=False``, the policy
-before session 13), to measure what continuity buys.
+the ``closed_loop`` policy as it was, to measure what each change bought: ``closed_loop_best_answer``
+(its four-answer network alone, following the best answer at every step: before session 13) and
+``closed_loop_four_answers`` (that network alone, the answer nearest the last target first; the
+policy adds the one-answer network's answers to these).
 Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
 
 Usage::
@@ -41,17 +42,24 @@ import hik_sim.envs  # noqa: F401  (registration)
 from hik_sim.evaluation.metrics import limit_violations_text, reach_metrics, track_metrics
 from hik_sim.evaluation.rollout import rollout
 from hik_sim.envs.trajectories import TRAJECTORIES
+from hik_sim.policies import closed_loop_network_name, load_pretrained
 from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
+from hik_sim.sim import SceneOptions
+from hik_sim.solvers.registry import make_solver
 
-BEST_ANSWER = "closed_loop_best_answer"
+BEST_ANSWER, FOUR_ANSWERS = "closed_loop_best_answer", "closed_loop_four_answers"
+VARIANTS = (BEST_ANSWER, FOUR_ANSWERS)
+"""The ``closed_loop`` policy as it was: on its four-answer network alone, following the best answer
+(before session 13) or the answer nearest its last target first (session 13, before the ensemble)."""
 
 
 def make_controller(robot: str, kind: str) -> IKController:
-    """The controller of one of :data:`CONTROLLER_KINDS` or :data:`BEST_ANSWER` for a registered robot."""
-    if kind == BEST_ANSWER:
-        controller = IKController.pretrained(robot, "closed_loop")
-        controller.solver.nearest_first = False  # the policy's solver is a NeuralIK
-        return controller
+    """The controller of one of :data:`CONTROLLER_KINDS` or :data:`VARIANTS` for a registered robot."""
+    if kind in VARIANTS:
+        network = load_pretrained(robot, closed_loop_network_name(robot))
+        solver = make_solver("closed_loop", robot, network=network)  # a given network: that network alone
+        solver.nearest_first = kind == FOUR_ANSWERS
+        return IKController(solver, lead_time=SceneOptions().servo_lag)  # the lead IKController.pretrained gives
     return IKController.pretrained(robot, kind)
 
 
@@ -96,7 +104,7 @@ def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="env_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
-    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=(*CONTROLLER_KINDS, BEST_ANSWER))
+    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=(*CONTROLLER_KINDS, *VARIANTS))
     parser.add_argument("--episodes", type=int, default=200, help="Reach episodes per controller (default 200)")
     parser.add_argument("--track-episodes", type=int, default=10, help="Track episodes per controller (default 10)")
     parser.add_argument("--speed", type=float, default=0.1, help="Track speed [m/s] (default 0.1)")

@@ -235,8 +235,10 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     closed = _load_script("closed_loop")
     assert closed.main(["--robots", "irb120", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
-    open_loop, best, every = rows  # IRB120's closed-loop network has four answers: the third row corrects all of them
-    assert [(r["corrections"], r["branches"]) for r in rows] == [(0, 1), (2, 1), (2, 4)]
+    open_loop, best, every, policy = rows  # IRB120's closed-loop network has four answers: the third row corrects all of them
+    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5)]
+    assert policy["network"] == "harmoatt_4answers + harmoatt"  # the policy: the one-answer network's answer beside the four
+    assert policy["success_5mm_2deg"] >= best["success_5mm_2deg"]
     assert open_loop["fk_per_target"] == 4  # choosing among four answers
     assert 4 <= best["fk_per_target"] <= 4 + 2 and 4 <= every["fk_per_target"] <= 4 + 2 * 4
     assert every["success_5mm_2deg"] >= best["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
@@ -246,7 +248,7 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     (failure,) = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own (5 corrections)
     assert 0 < failure["failures"] < 300 * (1 - best["success_5mm_2deg"]) + 1  # five corrections miss no more targets than two
     assert failure["failures_pinned"] > failure["successes_pinned"]  # the misses are where the tanh head pins a limit
-    assert f"| irb120 | harmoatt_4answers | {failure['failures']} of 300 |" in table
+    assert f"| irb120 | harmoatt_4answers + harmoatt | {failure['failures']} of 300 |" in table
 
 
 def test_the_closed_loop_failure_analysis_counts_pinned_joints_and_targets_near_limits() -> None:
@@ -277,11 +279,15 @@ def test_env_bench_reports_reach_track_and_the_joint_limit_excess(tmp_path: Path
     assert f"| {reach['joint_limit_violations']}; {1000 * reach['joint_limit_excess_max_rad']:.1f} |" in table
 
 
-def test_env_bench_measures_the_closed_loop_following_its_best_answer_beside_the_policy() -> None:
+def test_env_bench_measures_the_closed_loop_as_it_was_beside_the_policy() -> None:
     env_bench = _load_script("env_bench")
-    best, policy = env_bench.make_controller("jvrc1", env_bench.BEST_ANSWER), env_bench.make_controller("jvrc1", "closed_loop")
-    assert not best.solver.nearest_first and policy.solver.nearest_first
-    assert best.solver.network.card.model == policy.solver.network.card.model and best.solver.corrections == policy.solver.corrections
+    policy = env_bench.make_controller("jvrc1", "closed_loop")
+    best, four = (env_bench.make_controller("jvrc1", kind) for kind in (env_bench.BEST_ANSWER, env_bench.FOUR_ANSWERS))
+    assert policy.solver.nearest_first and four.solver.nearest_first and not best.solver.nearest_first
+    assert policy.solver.hypotheses == 5 and best.solver.hypotheses == four.solver.hypotheses == 4  # the ensemble: 4 + 1 answers
+    for variant in (best, four):
+        assert variant.solver.network.card == policy.solver.network.card and variant.solver.corrections == policy.solver.corrections
+        assert variant.lead_time == policy.lead_time > 0
 
 
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:

@@ -163,6 +163,26 @@ def test_the_closed_loop_network_tracks_without_swinging_between_its_answers() -
     assert track_metrics([episode])["pos_rms_mm"] < 3.0
 
 
+def test_the_closed_loop_policy_tracks_where_all_four_answers_of_its_network_fail_together() -> None:
+    """In TALOS's figure-eight window all four answers of its four-answer network collapse onto one
+    configuration off by 3-6° (two arm joints at their limits) and the arm swung 4 rad between branches
+    (124.7 mm RMS over these 250 steps on that network alone); with the one-answer network's answer,
+    which the policy adds, it tracks (1.5 mm)."""
+    import gymnasium as gym
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.evaluation.metrics import track_metrics
+    from hik_sim.evaluation.rollout import rollout
+    from hik_sim.policies import IKController, closed_loop_extra_names
+
+    assert closed_loop_extra_names("talos") == ("harmoatt",)
+    controller = IKController.pretrained("talos", "closed_loop")
+    assert [n.card.model for n in controller.solver.networks] == ["harmoatt", "harmoatt"] and controller.solver.hypotheses == 5
+    track = gym.make("hik_sim/Track-talos-v0", trajectory="figure_eight", speed=0.1)
+    episode = rollout(track, controller, seed=0, max_steps=250)
+    assert episode.steps == 250 and track_metrics([episode])["pos_rms_mm"] < 3.0
+
+
 @pytest.mark.parametrize("kind", ["hybrid", "lm"])
 def test_the_controller_warm_starts_from_its_command_and_arrives_where_the_moving_joints_swapped_branches(kind: str) -> None:
     """Reach goals 40, 41 and 140 of the IRB120: warm-started from the joints on their way (speed-limited

@@ -13,7 +13,7 @@ from conftest import ALL_ROBOTS, robot_by_id, user_robot
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.policies import closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path
+from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path
 from hik_sim.robots import get_robot
 from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
                                      make_solver, shipped_networks, solver_names)
@@ -57,8 +57,9 @@ def _direct(name: str, chain: Chain, batched: bool):  # noqa: ANN202
     """The solver ``name`` stands for, built by hand from the solver classes."""
     robot = chain.robot
     if name == "closed_loop":
+        extra = [load_pretrained(robot.name, other) for other in closed_loop_extra_names(robot.name)]
         return NeuralIK(load_pretrained(robot.name, closed_loop_network_name(robot.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS,
-                        branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST)
+                        branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra)
     if name == "hybrid":
         seed = load_pretrained(robot.name, hybrid_seed_name(robot.name))
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)

@@ -579,3 +579,33 @@ def test_with_q_init_the_closed_loop_network_follows_its_answer_nearest_q_init_f
     assert nearest._key(1.9, True) < nearest._key(1.35, False)
     with pytest.raises(HikError, match="q_init"):
         nearest.solve(pos, quat, q_init=q_init[:, :2])
+
+
+def test_an_ensemble_of_networks_ranks_and_follows_all_their_answers() -> None:
+    from hik_sim.policies import load_pretrained
+
+    chain = Chain(robot_by_id("talos"))
+    four, one = load_pretrained("talos", "harmoatt_4answers"), load_pretrained("talos", "harmoatt")
+    targets = make_eval_set(chain, 99, 300).batch
+    ensemble = NeuralIK(four, chain, extra_networks=[one])
+    assert ensemble.hypotheses == 5 and ensemble.networks == (four, one)
+    answers = ensemble._candidates(targets.pos, targets.quat)
+    assert answers.shape == (300, 5, chain.dof)
+    assert torch.allclose(answers[:, :4], chain.clamp(four.candidates(targets.pos, targets.quat).double()))
+    assert torch.allclose(answers[:, 4], chain.clamp(one.solve(targets.pos, targets.quat).double()))
+    # open loop: the best of the five answers by FK, never worse than either network's own, all five FK counted
+    tolerance = Tolerance()
+    score = lambda r: r.pos_err / tolerance.position + r.rot_err / tolerance.rotation  # noqa: E731
+    both = ensemble.solve(targets.pos, targets.quat)
+    for alone in (NeuralIK(four, chain), NeuralIK(one, chain)):
+        result = alone.solve(targets.pos, targets.quat)
+        assert bool((score(both) <= score(result) + 1e-9).all())
+    assert bool((both.fk_evals == 5).all()) and _in_limits(chain, both.q)
+    # the single-target path (FastIKNetwork for each network) gives the same answers
+    for i in range(3):
+        single = ensemble.solve(targets.pos[i:i + 1], targets.quat[i:i + 1])
+        assert torch.allclose(single.q, both.q[i:i + 1], atol=1e-4) and int(single.fk_evals[0]) == 5
+    closed = NeuralIK(four, chain, corrections=3, extra_networks=[one]).solve(targets.pos, targets.quat)
+    assert closed.success.double().mean() >= NeuralIK(four, chain, corrections=3).solve(targets.pos, targets.quat).success.double().mean()
+    with pytest.raises(HikError, match="does not fit"):
+        NeuralIK(four, chain, extra_networks=[load_pretrained("g1", "harmoatt")])

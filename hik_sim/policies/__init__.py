@@ -7,7 +7,7 @@ from pathlib import Path
 from hik_sim.errors import HikError
 
 __all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
-           "closed_loop_network_name"]
+           "closed_loop_network_name", "closed_loop_extra_names"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -54,6 +54,19 @@ def closed_loop_network_name(robot: str) -> str:
     """
     four = PRETRAINED_DIR / robot / "harmoatt_4answers.pt"
     return "harmoatt_4answers" if four.is_file() else hybrid_seed_name(robot)
+
+
+def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
+    """The further shipped networks whose answers join the closed-loop network's in the ``closed_loop`` policy.
+
+    The robot's one-answer ``harmoatt`` beside its ``harmoatt_4answers`` (where both are shipped): an
+    ensemble of five answers. Where all four answers of the four-answer network fail together, the
+    other network's often does not: on TALOS's figure-eight (90.6 → 1.6 mm RMS) and on Reach goals
+    (session 13, ``env_bench.py --controllers closed_loop_four_answers closed_loop``; docs/networks.md).
+    Adding the MLP too did not help (the G1: Reach the same, Track 1.9 → 2.8 mm, a development script).
+    """
+    main = closed_loop_network_name(robot)
+    return ("harmoatt",) if main != "harmoatt" and (PRETRAINED_DIR / robot / "harmoatt.pt").is_file() else ()
 
 
 def pretrained_path(robot: str, model: str) -> Path:

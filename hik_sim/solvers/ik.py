@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
@@ -293,6 +293,11 @@ class NeuralIK:
         branches: how many of the network's answers, the best first, are each corrected (at most
             its H answers; more is taken as H); not used for a ``q_init`` with ``nearest_first``.
         nearest_first: with ``q_init``, follow the answers nearest it first (above).
+        extra_networks: further trained networks of the same chain whose answers join the first
+            network's (an ensemble: H is then the sum of their answers; all are ranked by FK,
+            followed and corrected alike). The ``closed_loop`` policy adds the robot's one-answer
+            HarmoAtt-IK to its four-answer network: where all four answers fail together (TALOS's
+            figure-eight), the other network's answer often does not.
 
     Raises:
         SolverError: the network was made for another robot.
@@ -300,30 +305,37 @@ class NeuralIK:
     """
 
     def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0,
-                 branches: int = 1, nearest_first: bool = False) -> None:
-        check_network_fits(network, chain)
+                 branches: int = 1, nearest_first: bool = False, extra_networks: Sequence[IKNetwork] = ()) -> None:
+        self.networks = (network, *extra_networks)
+        for each in self.networks:
+            check_network_fits(each, chain)
         if corrections < 0:
             raise SolverError(f"corrections must be >= 0, got {corrections}")
         if branches < 1:
             raise SolverError(f"branches must be >= 1 (how many of the network's answers to correct), got {branches}")
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
-        self.branches, self.nearest_first = min(branches, network.hypotheses), nearest_first
+        self.hypotheses = sum(each.hypotheses for each in self.networks)
+        """H: the answers per target, all networks together."""
+        # answer h of the H is answer `local` of network `owner`: a correction asks only that network again
+        self._owners = [(owner, local) for owner, each in enumerate(self.networks) for local in range(each.hypotheses)]
+        self.branches, self.nearest_first = min(branches, self.hypotheses), nearest_first
         lower, upper = chain.limits(torch.float64)
         # revolute joints whose range holds more than one turn: an answer and its ±2π copies are the same pose
         self._turns = np.asarray(chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * math.pi).numpy()
-        self._fast: Any = None  # FastIKNetwork and MuJoCo FK for one target a call, built on the first such call
+        self._fast: Any = None  # FastIKNetworks and MuJoCo FK for one target a call, built on the first such call
         self._single_fk: Any = None
 
     def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
 
     def _candidates(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
-        return self.chain.clamp(self.network.candidates(pos, quat).double().cpu())
+        """All networks' answers (B, H, n) for targets (B, 3), (B, 4), inside the limits, network after network in head order."""
+        return self.chain.clamp(torch.cat([each.candidates(pos, quat).double().cpu() for each in self.networks], dim=1))
 
     @property
     def _choice_fk(self) -> int:
         """FK evaluations one network call spends choosing among its answers (H for H > 1 answers, else 0)."""
-        return self.network.hypotheses if self.network.hypotheses > 1 else 0
+        return self.hypotheses if self.hypotheses > 1 else 0
 
     def _score(self, pos_err: torch.Tensor, rot_err: torch.Tensor) -> torch.Tensor:
         return pos_err / self.tolerance.position + rot_err / self.tolerance.rotation
@@ -335,11 +347,11 @@ class NeuralIK:
         pos, quat = check_targets(target_pos, target_quat)
         if q_init is not None:
             q_init = _check_q_init(q_init, pos.shape[0], self.chain.dof)
-        nearest = q_init if self.nearest_first and self.network.hypotheses > 1 else None
+        nearest = q_init if self.nearest_first and self.hypotheses > 1 else None
         if pos.shape[0] == 1 and self._fast_path():
             return self._solve_one(pos, quat, None if nearest is None else nearest[0].numpy(), start)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
-        if (self.corrections == 0 and nearest is None) or pos.shape[0] == 0:
+        if (self.corrections == 0 and nearest is None and len(self.networks) == 1) or pos.shape[0] == 0:
             q = self._answer(pos, quat)
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
@@ -363,7 +375,7 @@ class NeuralIK:
                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,);
         with ``nearest`` (B, n), the answers nearest it first, each followed alone, until one meets."""
-        batch, hypotheses, dof = pos.shape[0], self.network.hypotheses, self.chain.dof
+        batch, hypotheses, dof = pos.shape[0], self.hypotheses, self.chain.dof
         answers = self._candidates(pos, quat)  # (B, H, n), head order
         reached = self.chain.fk(answers.reshape(batch * hypotheses, dof))
         pos_err = position_error(reached.pos, pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
@@ -452,11 +464,12 @@ class NeuralIK:
             self._mujoco = mujoco
 
             try:
-                self._fast = FastIKNetwork.from_network(self.network)
+                self._fast = [FastIKNetwork.from_network(each) for each in self.networks]
             except HikError:
                 self._fast = False
                 return False
-            self._single_fk = SingleTargetKinematics(self.chain.robot) if self.corrections or self.nearest_first else None
+            needs_fk = self.corrections or self.nearest_first or len(self.networks) > 1
+            self._single_fk = SingleTargetKinematics(self.chain.robot) if needs_fk else None
             lower, upper = self.chain.limits(torch.float64)
             self._limits = (lower.numpy(), upper.numpy())
         return self._fast is not False
@@ -465,10 +478,10 @@ class NeuralIK:
         """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
         the fast forward pass's 1e-5) and the same FK count as the batched path."""
         target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
-        if self.corrections or nearest is not None:
+        if self.corrections or nearest is not None or len(self._fast) > 1:
             q, fk_evals = self._corrected_one(target_pos, target_quat, nearest)
         else:
-            q, fk_evals = np.clip(self._fast.solve(target_pos, target_quat), *self._limits), self._choice_fk
+            q, fk_evals = np.clip(self._fast[0].solve(target_pos, target_quat), *self._limits), self._choice_fk
         elapsed = time.perf_counter() - start  # the reporting FK below is not the solver's cost
         one = torch.ones(1, dtype=torch.int64)
         result = _result(self.chain, torch.from_numpy(np.array(q, dtype=np.float64))[None], pos, quat, self.tolerance, 0 * one,
@@ -478,7 +491,7 @@ class NeuralIK:
     def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray, nearest: np.ndarray | None = None,
                        ) -> tuple[np.ndarray, int]:
         """:meth:`_corrected` for one target (3,), (4,): the best corrected answer (n,) and the FK it spent."""
-        answers = np.clip(self._fast.candidates(target_pos, target_quat), *self._limits)  # (H, n), head order
+        answers = self._fast_candidates(target_pos, target_quat)  # (H, n), head order
         landed = [self._land(q, target_pos, target_quat) for q in answers]
         fk_evals = len(answers)
         if nearest is None:
@@ -494,6 +507,11 @@ class NeuralIK:
             if met:
                 break
         return best_q, fk_evals
+
+    def _fast_candidates(self, target_pos: np.ndarray, target_quat: np.ndarray) -> np.ndarray:
+        """:meth:`_candidates` for one target (3,), (4,): (H, n)."""
+        answers = [np.atleast_2d(fast.candidates(target_pos, target_quat)) for fast in self._fast]
+        return np.clip(answers[0] if len(answers) == 1 else np.concatenate(answers), *self._limits)
 
     def _land(self, q: np.ndarray, target_pos: np.ndarray, target_quat: np.ndarray,
               ) -> tuple[float, bool, np.ndarray, np.ndarray]:
@@ -528,7 +546,8 @@ class NeuralIK:
                 goal_pos = goal_pos + (target_pos - reached_pos)
                 self._mujoco.mju_mulQuat(shifted, residual, goal_quat)
                 goal_quat = shifted / np.linalg.norm(shifted)
-                q = np.clip(self._fast.candidates(goal_pos, goal_quat)[head], *self._limits)
+                owner, local = self._owners[head]
+                q = np.clip(np.atleast_2d(self._fast[owner].candidates(goal_pos, goal_quat))[local], *self._limits)
                 score, met, reached_pos, residual = self._land(q, target_pos, target_quat)
                 spent += 1
                 branch[1:] = [goal_pos, goal_quat, reached_pos, residual]

@@ -5,8 +5,9 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
   network alone, open loop (:class:`~hik_sim.solvers.ik.NeuralIK`); a checkpoint path likewise.
-- ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`) closed on
-  its own error by :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections.
+- ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`, with the
+  answers of :func:`~hik_sim.policies.closed_loop_extra_names` beside its own) closed on its own error by
+  :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first.
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK`;
   one target a call (the controller's path), :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network.
 - ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
@@ -166,15 +167,17 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import closed_loop_network_name, hybrid_seed_name, load_pretrained
+        from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained
 
         if network is None and not shipped:
             raise NetworkNotShippedError(name, spec)
         default = closed_loop_network_name(spec.name) if name == "closed_loop" else hybrid_seed_name(spec.name)
         seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, default, device)
-        if name == "closed_loop":
+        if name == "closed_loop":  # a given network alone; else the shipped one with the robot's other closed-loop networks
+            extra = () if network is not None else tuple(load_pretrained(spec.name, other, device)
+                                                         for other in closed_loop_extra_names(spec.name))
             return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES,
-                            nearest_first=CLOSED_LOOP_NEAREST_FIRST)
+                            nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra)
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)
