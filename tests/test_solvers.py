@@ -579,6 +579,15 @@ def test_with_q_init_the_closed_loop_network_follows_its_answer_nearest_q_init_f
     assert nearest._key(1.9, True) < nearest._key(1.35, False)
     with pytest.raises(HikError, match="q_init"):
         nearest.solve(pos, quat, q_init=q_init[:, :2])
+    # on a joint spanning more than a turn (the IRB120's joint 6, ±400°) a copy whole turns away is no distance at all
+    irb = Chain(robot_by_id("irb120"))
+    wrist = NeuralIK(load_pretrained("irb120", "harmoatt_4answers"), irb, nearest_first=True)
+    q = torch.zeros(1, 6, dtype=torch.float64)
+    turned, elbow = q.clone(), q.clone()
+    turned[0, 5], elbow[0, 2] = 2 * math.pi, 0.5
+    distance = wrist._distance(torch.stack([turned, elbow], dim=1), q)  # (1, 2)
+    assert float(distance[0, 0]) == pytest.approx(0.0, abs=1e-12) and float(distance[0, 1]) == pytest.approx(0.5)
+    assert np.allclose(wrist._distance(torch.stack([turned, elbow], dim=1).numpy(), q.numpy()), distance.numpy())
 
 
 def test_an_ensemble_of_networks_ranks_and_follows_all_their_answers() -> None:
