@@ -117,6 +117,13 @@ class Chain:
         t = self._tensors(dtype, torch.device(device))
         return t.lower, t.upper
 
+    @property
+    def turns(self) -> np.ndarray:
+        """(n,) bool: the revolute joints whose range holds more than one turn (2π), where an answer and
+        its copies whole turns away are the same pose (the IRB120's joint 6 spans ±400°)."""
+        lower, upper = self.limits(torch.float64)
+        return np.asarray(self._revolute, dtype=bool) & (upper - lower > 2 * np.pi).numpy()
+
     def clamp(self, q: torch.Tensor) -> torch.Tensor:
         """``q`` clamped into the joint limits; (B, n) → (B, n)."""
         lower, upper = self.limits(q.dtype, q.device)

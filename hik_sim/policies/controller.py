@@ -80,10 +80,8 @@ class IKController:
         self._solve_one = solver.solve_one if isinstance(solver, SingleTargetSolver) else None  # checked once, not per step
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
-        lower, upper = (limit.numpy() for limit in solver.chain.limits(torch.float64))
-        # revolute joints whose range holds more than one turn: an answer and its ±2π copies are the same pose
-        self._turns = np.asarray(solver.chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * np.pi)
-        self._lower, self._upper = lower, upper
+        self._lower, self._upper = (limit.numpy() for limit in solver.chain.limits(torch.float64))
+        self._turns = solver.chain.turns
         self.last_command: dict[int, np.ndarray] = {}
         self.last_target: dict[int, np.ndarray] = {}
         self.last_result: dict[int, IKResult] = {}

@@ -319,9 +319,8 @@ class NeuralIK:
         # answer h of the H is answer `local` of network `owner`: a correction asks only that network again
         self._owners = [(owner, local) for owner, each in enumerate(self.networks) for local in range(each.hypotheses)]
         self.branches, self.nearest_first = min(branches, self.hypotheses), nearest_first
-        lower, upper = chain.limits(torch.float64)
-        # revolute joints whose range holds more than one turn: an answer and its ±2π copies are the same pose
-        self._turns = np.asarray(chain.geometry.revolute, dtype=bool) & (upper - lower > 2 * math.pi).numpy()
+        self._turns = chain.turns
+        self._limits = tuple(limit.numpy() for limit in chain.limits(torch.float64))  # (n,), (n,) for the single-target path
         self._fast: Any = None  # FastIKNetworks and MuJoCo FK for one target a call, built on the first such call
         self._single_fk: Any = None
 
@@ -470,8 +469,6 @@ class NeuralIK:
                 return False
             needs_fk = self.corrections or self.nearest_first or len(self.networks) > 1
             self._single_fk = SingleTargetKinematics(self.chain.robot) if needs_fk else None
-            lower, upper = self.chain.limits(torch.float64)
-            self._limits = (lower.numpy(), upper.numpy())
         return self._fast is not False
 
     def _solve_one(self, pos: torch.Tensor, quat: torch.Tensor, nearest: np.ndarray | None, start: float) -> IKResult:
