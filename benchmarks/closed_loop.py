@@ -6,11 +6,12 @@ Per robot, the network the ``closed_loop`` policy uses (the four-answer network 
 goal-shift corrections of its best answer, and with K = 5 corrections of every one of its answers
 (``branches`` = H; a four-answer network); then the policy itself, where it adds the answers of further
 networks (``hik_sim.policies.closed_loop_extra_names``: the one-answer HarmoAtt-IK) to that network's,
-K = 5 corrections of the best of them all. No least-squares solver is involved; every FK is counted (the choice
-among several answers included). Reported: mean / median position [mm] and rotation [°] error,
+K = 5 corrections of the best of them all, first without and then with its queries turned about the
+first joint for the targets all its answers miss (``first_joint_turns``, session 14; the row ``… turned``).
+No least-squares solver is involved; every FK is counted (the choice among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 
-A second table says where the policy's own failures are (its K and answers): how many of the
+A second table says where the policy's own failures are (its K and answers, without and with the turns): how many of the
 targets it misses, their median position and rotation miss, the share of failures (and of
 successes) whose answer holds a joint within :data:`PINNED` of a joint limit, the joint pinned most
 often, and the share of failing (and of all) targets whose own configuration — the one the target
@@ -69,12 +70,15 @@ def failures(robot_name: str, network: str, true_q: torch.Tensor, result: IKResu
             "failures_near_limit": share(near[failed]), "targets_near_limit": share(near)}
 
 
-def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> tuple[list[dict[str, object]], dict[str, object]]:
+def measure(robot_name: str, targets: int, corrections: tuple[int, ...],
+            ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """One row per number of corrections of the network's best answer, one for every answer corrected K = max(corrections)
-    times (where the network has several), one for the policy where it adds other networks' answers; and where the
-    policy's own failures are (:func:`failures`)."""
+    times (where the network has several), one for the policy where it adds other networks' answers, one for the
+    policy with its turned queries; and where the policy's own failures are, without and with them (:func:`failures`)."""
     robot = get_robot(robot_name)
     policy = make_solver("closed_loop", robot)  # the closed_loop policy: its networks, with K = CLOSED_LOOP_CORRECTIONS
+    unturned = make_solver("closed_loop", robot)
+    unturned.first_joint_turns = ()
     chain, network, name = policy.chain, policy.network, closed_loop_network_name(robot_name)
     policy_name = " + ".join((name, *closed_loop_extra_names(robot_name)))
     batch = make_eval_set(chain, TEST_SEED, targets).batch
@@ -83,12 +87,13 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> tupl
         settings.append((max(corrections), network.hypotheses))
     solvers = [(name, NeuralIK(network, chain, corrections=k, branches=branches)) for k, branches in settings]
     if len(policy.networks) > 1:
-        solvers.append((policy_name, policy))
-    rows, own = [], None  # own: the policy's result, for where its failures are
+        solvers.append((policy_name, unturned))
+    solvers.append((f"{policy_name} turned", policy))
+    rows, own = [], {}  # own: the policy's results without and with the turns, for where its failures are
     for label, solver in solvers:
-        same = len(policy.networks) == len(solver.networks) and (solver.corrections, solver.branches) == (policy.corrections, policy.branches)
         result = solver.solve(batch.pos, batch.quat)
-        own = result if same else own
+        if solver is policy or solver is unturned:
+            own[label] = result
         pos_mm, rot_deg = 1000 * result.pos_err, torch.rad2deg(result.rot_err)
         rows.append({"robot": robot_name, "network": label, "corrections": solver.corrections, "branches": solver.branches,
                      "answers": solver.hypotheses, "targets": targets,
@@ -97,9 +102,9 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...]) -> tupl
                      "success_5mm_2deg": float(result.success.double().mean()),
                      "fk_per_target": float(result.fk_evals.double().mean()),
                      "ms_per_1000": 1000 * result.wall_time / targets * 1000})
-    own = own if own is not None else policy.solve(batch.pos, batch.quat)  # the policy's setting was not among those measured
-    failure = failures(robot_name, policy_name, batch.q, own, *chain.limits(torch.float64))
-    return rows, failure
+    if policy_name not in own:  # one network: the unturned policy is its own row of K corrections, if measured
+        own = {policy_name: unturned.solve(batch.pos, batch.quat), **own}
+    return rows, [failures(robot_name, label, batch.q, result, *chain.limits(torch.float64)) for label, result in own.items()]
 
 
 def markdown(rows: list[dict[str, object]], failure_rows: Sequence[dict[str, object]] = ()) -> str:
@@ -113,7 +118,7 @@ def markdown(rows: list[dict[str, object]], failure_rows: Sequence[dict[str, obj
                      f"| {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
                      f"| {100 * r['success_5mm_2deg']:.1f} % | {r['fk_per_target']:.2f} | {r['ms_per_1000']:.0f} |")
     if failure_rows:
-        lines += ["", f"The policy's failures (its {CLOSED_LOOP_CORRECTIONS} corrections): answers with a joint within "
+        lines += ["", f"The policy's failures (its {CLOSED_LOOP_CORRECTIONS} corrections, without and with its turned queries): answers with a joint within "
                   f"{PINNED:g} of a limit (pinned), targets whose own configuration has a joint within {100 * NEAR_LIMIT:g} % "
                   "of its range from a limit (near).", "",
                   "| robot | network | failures | failure median pos / rot [mm / °] | failures pinned | successes pinned "
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--targets must be at least 1 and --corrections non-negative")
     measured = [measure(name, args.targets, tuple(args.corrections)) for name in args.robots]
     rows = [row for robot_rows, _ in measured for row in robot_rows]
-    failure_rows = [failure for _, failure in measured]
+    failure_rows = [failure for _, robot_failures in measured for failure in robot_failures]
     table = markdown(rows, failure_rows)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ default; add ``lm``, ``harmoatt``, ``mlp``, ``closed_loop``, ``dm_control``, …
 the ``closed_loop`` policy as it was, to measure what each change bought: ``closed_loop_best_answer``
 (its four-answer network alone, following the best answer at every step: before session 13) and
 ``closed_loop_four_answers`` (that network alone, the answer nearest the last target first; the
-policy adds the one-answer network's answers to these).
+policy adds the one-answer network's answers to these) and ``closed_loop_unturned`` (the policy of
+session 13: both networks, without the queries turned about the first joint).
 Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
 
 Usage::
@@ -47,18 +48,23 @@ from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
 from hik_sim.sim import SceneOptions
 from hik_sim.solvers.registry import make_solver
 
-BEST_ANSWER, FOUR_ANSWERS = "closed_loop_best_answer", "closed_loop_four_answers"
-VARIANTS = (BEST_ANSWER, FOUR_ANSWERS)
+BEST_ANSWER, FOUR_ANSWERS, UNTURNED = "closed_loop_best_answer", "closed_loop_four_answers", "closed_loop_unturned"
+VARIANTS = (BEST_ANSWER, FOUR_ANSWERS, UNTURNED)
 """The ``closed_loop`` policy as it was: on its four-answer network alone, following the best answer
-(before session 13) or the answer nearest its last target first (session 13, before the ensemble)."""
+(before session 13) or the answer nearest its last target first (session 13, before the ensemble),
+and with the ensemble but without the turned queries (session 13's policy)."""
 
 
 def make_controller(robot: str, kind: str) -> IKController:
     """The controller of one of :data:`CONTROLLER_KINDS` or :data:`VARIANTS` for a registered robot."""
     if kind in VARIANTS:
-        network = load_pretrained(robot, closed_loop_network_name(robot))
-        solver = make_solver("closed_loop", robot, network=network)  # a given network: that network alone
-        solver.nearest_first = kind == FOUR_ANSWERS
+        if kind == UNTURNED:
+            solver = make_solver("closed_loop", robot)
+        else:
+            network = load_pretrained(robot, closed_loop_network_name(robot))
+            solver = make_solver("closed_loop", robot, network=network)  # a given network: that network alone
+            solver.nearest_first = kind == FOUR_ANSWERS
+        solver.first_joint_turns = ()
         return IKController(solver, lead_time=SceneOptions().servo_lag)  # the lead IKController.pretrained gives
     return IKController.pretrained(robot, kind)
 

@@ -235,20 +235,23 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     closed = _load_script("closed_loop")
     assert closed.main(["--robots", "irb120", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
-    open_loop, best, every, policy = rows  # IRB120's closed-loop network has four answers: the third row corrects all of them
-    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5)]
-    assert policy["network"] == "harmoatt_4answers + harmoatt"  # the policy: the one-answer network's answer beside the four
-    assert policy["success_5mm_2deg"] >= best["success_5mm_2deg"]
+    open_loop, best, every, unturned, policy = rows  # IRB120's closed-loop network has four answers: the third row corrects all of them
+    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5), (5, 1, 5)]
+    assert unturned["network"] == "harmoatt_4answers + harmoatt"  # the policy: the one-answer network's answer beside the four
+    assert policy["network"] == "harmoatt_4answers + harmoatt turned"  # and its turned queries
+    assert policy["success_5mm_2deg"] > unturned["success_5mm_2deg"] >= best["success_5mm_2deg"]
     assert open_loop["fk_per_target"] == 4  # choosing among four answers
     assert 4 <= best["fk_per_target"] <= 4 + 2 and 4 <= every["fk_per_target"] <= 4 + 2 * 4
     assert every["success_5mm_2deg"] >= best["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
     assert best["pos_median_mm"] < open_loop["pos_median_mm"]
     table = (tmp_path / "closed_loop.md").read_text()
     assert "| irb120 | harmoatt_4answers | 0 (open loop) | — |" in table and "| 2 | all 4 |" in table
-    (failure,) = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own (5 corrections)
+    failure, turned = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own, unturned and turned
     assert 0 < failure["failures"] < 300 * (1 - best["success_5mm_2deg"]) + 1  # five corrections miss no more targets than two
     assert failure["failures_pinned"] > failure["successes_pinned"]  # the misses are where the tanh head pins a limit
+    assert turned["failures"] < failure["failures"] and turned["failures_pinned"] < failure["failures_pinned"]  # the turns reach those
     assert f"| irb120 | harmoatt_4answers + harmoatt | {failure['failures']} of 300 |" in table
+    assert f"| irb120 | harmoatt_4answers + harmoatt turned | {turned['failures']} of 300 |" in table
 
 
 def test_the_closed_loop_failure_analysis_counts_pinned_joints_and_targets_near_limits() -> None:

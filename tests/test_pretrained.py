@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from conftest import reach_successes, robot_by_id
 
 from hik_sim.learning.data import make_eval_set
@@ -182,6 +183,38 @@ def test_the_closed_loop_policy_adds_the_one_answer_networks_answer_and_tracks()
     track = gym.make("hik_sim/Track-talos-v0", trajectory="figure_eight", speed=0.1)
     episode = rollout(track, controller, seed=0, max_steps=250)
     assert episode.steps == 250 and track_metrics([episode])["pos_rms_mm"] < 3.0
+
+
+def test_the_closed_loop_policy_reaches_g1_goals_near_its_shoulder_limits_by_turned_queries() -> None:
+    """G1 Reach goals 9 and 14: every answer of both networks saturates the shoulder pitch at a limit and
+    the session-13 policy never arrives; asked for the goal turned about that joint, it does. A goal it
+    misses (out of reach) is answered once: the repeated query (same goal, same last target) is not solved again."""
+    import gymnasium as gym
+    import numpy as np
+
+    import hik_sim.envs  # noqa: F401
+    from hik_sim.policies import IKController
+
+    controller = IKController.pretrained("g1", "closed_loop")
+    assert controller.solver.first_joint_turns == pytest.approx((1.9199, -1.9199), abs=1e-4)
+    env = gym.make("hik_sim/Reach-g1-v0")
+    assert reach_successes(env, controller, [9, 14]) == 2
+    controller.solver.first_joint_turns = ()
+    assert reach_successes(env, controller, [9, 14]) == 0
+    controller = IKController.pretrained("g1", "closed_loop")
+    observation, _ = env.reset(seed=9)
+    observation = {**observation, "goal_pos": observation["goal_pos"] + 2.0}  # 3.5 m out: no answer reaches it
+    controller(observation)  # from home: its best miss beats home, so it becomes the last target
+    first = controller(observation)  # from there: the same answer, not better, so the last target stays
+    solved = controller.last_result[0]
+    assert not bool(solved.success[0]) and int(solved.fk_evals[0]) > 0 and controller.failures == 2
+    again = controller(observation)
+    repeated = controller.last_result[0]
+    assert np.array_equal(first, again) and torch.equal(repeated.q, solved.q) and int(repeated.fk_evals[0]) == 0
+    assert controller.failures == 3 and repeated.wall_time < solved.wall_time
+    controller.reset()
+    controller(observation)
+    assert int(controller.last_result[0].fk_evals[0]) > 0  # a new episode solves again
 
 
 @pytest.mark.parametrize("kind", ["hybrid", "lm"])

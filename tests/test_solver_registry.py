@@ -17,6 +17,7 @@ from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, 
 from hik_sim.robots import get_robot
 from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
                                      make_solver, shipped_networks, solver_names)
+from hik_sim.kinematics.symmetry import FirstJointSymmetry
 from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, DmControlIK, HybridIK,
                              IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, SingleTargetSolver, _merge)
 
@@ -59,7 +60,8 @@ def _direct(name: str, chain: Chain, batched: bool):  # noqa: ANN202
     if name == "closed_loop":
         extra = [load_pretrained(robot.name, other) for other in closed_loop_extra_names(robot.name)]
         return NeuralIK(load_pretrained(robot.name, closed_loop_network_name(robot.name)), chain, corrections=CLOSED_LOOP_CORRECTIONS,
-                        branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra)
+                        branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra,
+                        first_joint_turns=FirstJointSymmetry(chain).default_turns)
     if name == "hybrid":
         seed = load_pretrained(robot.name, hybrid_seed_name(robot.name))
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)

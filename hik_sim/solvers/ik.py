@@ -52,6 +52,7 @@ from hik_sim.learning.data import JointSelection
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain, Pose
 from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
+from hik_sim.kinematics.symmetry import FirstJointSymmetry
 from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
 from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
 from hik_sim.solvers.single_target import STALL_ITERATIONS, STALL_PROGRESS, LMAnswer, check_stall
@@ -236,6 +237,10 @@ CLOSED_LOOP_BRANCHES = 1
 CLOSED_LOOP_NEAREST_FIRST = True
 """The ``closed_loop`` policy follows the answers nearest its last target first (:class:`NeuralIK`
 ``nearest_first``): no swings between solution branches while tracking."""
+CLOSED_LOOP_FIRST_JOINT_TURNS = True
+"""The ``closed_loop`` policy asks again, turned about the first joint, for the targets its plain
+answers miss (:class:`NeuralIK` ``first_joint_turns``, :attr:`FirstJointSymmetry.default_turns
+<hik_sim.kinematics.symmetry.FirstJointSymmetry.default_turns>`): session 14, docs/networks.md."""
 _OUTSIDE = 1e6
 """Added to the score of an answer outside the tolerance when ranking (scores stay below 10⁴: a few
 metres over 5 mm, π over 2°), so that any answer within the tolerance ranks first."""
@@ -281,9 +286,20 @@ class NeuralIK:
     step to the next and the commanded joints swing between solution branches. Only when none of
     the answers meets the tolerance does the best seen win. Without ``q_init`` nothing changes.
 
+    With ``first_joint_turns`` (α₁, α₂, …), a target none of whose answers met the tolerance after
+    their corrections is asked again, turned: the networks answer for the pose moved by −α about the
+    chain's first joint axis (:class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry`), and α is
+    added back to each answer's first joint, an exact symmetry of every serial chain. A pose that
+    needs the first joint near a limit, where a network's answers saturate, is so asked about one
+    whose first joint sits inside the range. The turned answers are ranked by FK and the best
+    ``branches`` of them corrected (each correction turned the same way; not nearest ``q_init``
+    first: a fallback, it follows the best), one α after another until one meets the tolerance;
+    the best seen over all of them wins. Only the targets the plain answers miss pay.
+
     ``fk_evals`` counts every FK: for the open-loop answer, the H that choose among a network's
     answers (none with one answer); with corrections, one for every answer at the start (which
-    ranks them and says where each lands), then one per followed answer per correction.
+    ranks them and says where each lands), then one per followed answer per correction, and the
+    same again for every turn a target is asked.
 
     Args:
         network: the trained :class:`~hik_sim.learning.network.IKNetwork`.
@@ -298,14 +314,18 @@ class NeuralIK:
             followed and corrected alike). The ``closed_loop`` policy adds the robot's one-answer
             HarmoAtt-IK to its four-answer network: where all four answers fail together (TALOS's
             figure-eight), the other network's answer often does not.
+        first_joint_turns: α [rad, or m for a prismatic first joint] of the turned queries, in the
+            order they are tried (above); the ``closed_loop`` policy passes
+            :attr:`~hik_sim.kinematics.symmetry.FirstJointSymmetry.default_turns`.
 
     Raises:
-        SolverError: the network was made for another robot.
-        HikError: ``corrections`` < 0 or ``branches`` < 1.
+        SolverError: the network was made for another robot, ``corrections`` < 0, ``branches`` < 1
+            or a turn that is not a finite non-zero number.
     """
 
     def __init__(self, network: IKNetwork, chain: Chain, tolerance: Tolerance | None = None, corrections: int = 0,
-                 branches: int = 1, nearest_first: bool = False, extra_networks: Sequence[IKNetwork] = ()) -> None:
+                 branches: int = 1, nearest_first: bool = False, extra_networks: Sequence[IKNetwork] = (),
+                 first_joint_turns: Sequence[float] = ()) -> None:
         self.networks = (network, *extra_networks)
         for each in self.networks:
             check_network_fits(each, chain)
@@ -313,6 +333,11 @@ class NeuralIK:
             raise SolverError(f"corrections must be >= 0, got {corrections}")
         if branches < 1:
             raise SolverError(f"branches must be >= 1 (how many of the network's answers to correct), got {branches}")
+        turns = tuple(first_joint_turns)
+        if not all(isinstance(a, (int, float)) and math.isfinite(a) and a != 0 for a in turns):
+            raise SolverError(f"first_joint_turns must be finite non-zero numbers [rad, or m], got {turns}")
+        self.first_joint_turns = tuple(float(a) for a in turns)
+        self._symmetry = FirstJointSymmetry(chain)
         self.network, self.chain, self.tolerance, self.corrections = network, chain, tolerance or Tolerance(), corrections
         self.hypotheses = sum(each.hypotheses for each in self.networks)
         """H: the answers per target, all networks together."""
@@ -327,9 +352,15 @@ class NeuralIK:
     def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
 
-    def _candidates(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
-        """All networks' answers (B, H, n) for targets (B, 3), (B, 4), inside the limits, network after network in head order."""
-        return self.chain.clamp(torch.cat([each.candidates(pos, quat).double().cpu() for each in self.networks], dim=1))
+    def _candidates(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0) -> torch.Tensor:
+        """All networks' answers (B, H, n) for targets (B, 3), (B, 4), inside the limits, network after network in head order;
+        with a ``turn`` α, asked for the targets moved by −α about the first joint, α added back to its answers."""
+        if turn:
+            pos, quat = self._symmetry.move(pos, quat, -turn)
+        answers = torch.cat([each.candidates(pos, quat).double().cpu() for each in self.networks], dim=1)
+        if turn:
+            answers[..., 0] += turn
+        return self.chain.clamp(answers)
 
     @property
     def _choice_fk(self) -> int:
@@ -350,7 +381,8 @@ class NeuralIK:
         if pos.shape[0] == 1 and self._fast_path():
             return self._solve_one(pos, quat, None if nearest is None else nearest[0].numpy(), start)
         zeros = torch.zeros(pos.shape[0], dtype=torch.int64)
-        if (self.corrections == 0 and nearest is None and len(self.networks) == 1) or pos.shape[0] == 0:
+        if (self.corrections == 0 and nearest is None and len(self.networks) == 1 and not self.first_joint_turns) \
+                or pos.shape[0] == 0:
             q = self._answer(pos, quat)
             elapsed = time.perf_counter() - start  # the reporting FK below is not the network's cost
             result = _result(self.chain, q, pos, quat, self.tolerance, zeros, zeros + self._choice_fk, zeros.clone(), start)
@@ -372,10 +404,27 @@ class NeuralIK:
 
     def _corrected(self, pos: torch.Tensor, quat: torch.Tensor, nearest: torch.Tensor | None = None,
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,);
+        """The best corrected answers (B, n) of targets (B, 3), (B, 4), and the FK each spent (B,): the
+        plain answers, then, for the targets none of them brought within the tolerance, each turn's."""
+        best_q, best_key, done, fk_evals = self._stage(pos, quat, nearest, 0.0)
+        for turn in self.first_joint_turns:
+            index = (~done).nonzero().flatten()
+            if index.numel() == 0:
+                break
+            q, key, met, spent = self._stage(pos[index], quat[index], None, turn)  # the best turned answers first
+            fk_evals[index] += spent
+            take = key < best_key[index]
+            best_q[index[take]], best_key[index[take]] = q[take], key[take]
+            done[index[met]] = True
+        return best_q, fk_evals
+
+    def _stage(self, pos: torch.Tensor, quat: torch.Tensor, nearest: torch.Tensor | None, turn: float,
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One query of targets (B, 3), (B, 4), turned by ``turn`` (0: plain), its answers corrected: the
+        best answer (B, n), its :meth:`_key` (B,), whether it meets the tolerance (B,) and the FK spent (B,);
         with ``nearest`` (B, n), the answers nearest it first, each followed alone, until one meets."""
         batch, hypotheses, dof = pos.shape[0], self.hypotheses, self.chain.dof
-        answers = self._candidates(pos, quat)  # (B, H, n), head order
+        answers = self._candidates(pos, quat, turn)  # (B, H, n), head order
         reached = self.chain.fk(answers.reshape(batch * hypotheses, dof))
         pos_err = position_error(reached.pos, pos.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
         rot_err = rotation_error(reached.quat, quat.repeat_interleave(hypotheses, 0)).view(batch, hypotheses)
@@ -384,8 +433,8 @@ class NeuralIK:
         fk_evals = torch.full((batch,), hypotheses, dtype=torch.int64)
         if nearest is None:
             heads = landed.score.argsort(dim=1, stable=True)[:, :self.branches]  # (B, F): the answers followed, best first
-            best_q, _, _, spent = self._follow(pos, quat, landed, heads)
-            return best_q, fk_evals + spent
+            best_q, best_key, done, spent = self._follow(pos, quat, landed, heads, turn)
+            return best_q, best_key, done, fk_evals + spent
         order = self._distance(answers, nearest).argsort(dim=1, stable=True)  # (B, H): nearest first
         best_q, best_key = answers[:, 0].clone(), torch.full((batch,), math.inf, dtype=torch.float64)
         done = torch.zeros(batch, dtype=torch.bool)
@@ -393,12 +442,12 @@ class NeuralIK:
             index = (~done).nonzero().flatten()
             if index.numel() == 0:
                 break
-            q, key, met, spent = self._follow(pos[index], quat[index], landed.rows(index), order[index, rank:rank + 1])
+            q, key, met, spent = self._follow(pos[index], quat[index], landed.rows(index), order[index, rank:rank + 1], turn)
             fk_evals[index] += spent
             take = met | (key < best_key[index])
             best_q[index[take]], best_key[index[take]] = q[take], key[take]
             done[index[met]] = True
-        return best_q, fk_evals
+        return best_q, best_key, done, fk_evals
 
     def _key(self, score: Any, met: Any) -> Any:
         """Ranking of answers, lower is better: any answer within the tolerance before any other,
@@ -407,11 +456,12 @@ class NeuralIK:
             return score + _OUTSIDE * (~met).to(score.dtype)
         return score if met else score + _OUTSIDE
 
-    def _follow(self, pos: torch.Tensor, quat: torch.Tensor, landed: "_Landed", heads: torch.Tensor,
+    def _follow(self, pos: torch.Tensor, quat: torch.Tensor, landed: "_Landed", heads: torch.Tensor, turn: float = 0.0,
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Correct answers ``heads`` (B, F) of each target (B, 3), (B, 4) side by side, round after
         round, until one of a target's meets the tolerance: its best answer (B, n), that answer's
-        :meth:`_key` (B,), whether it meets the tolerance (B,) and the FK the corrections spent (B,)."""
+        :meth:`_key` (B,), whether it meets the tolerance (B,) and the FK the corrections spent (B,).
+        Each correction asks as the answers were asked (``turn``, :meth:`_candidates`)."""
         batch, followed, dof = heads.shape[0], heads.shape[1], self.chain.dof
         # one row per (target, followed answer), target-major: its head, goal, answer and where it lands
         rows = torch.arange(batch).repeat_interleave(followed)
@@ -433,7 +483,7 @@ class NeuralIK:
             residual = quaternion_multiply(target_quat, reached_quat[index] * reached_quat.new_tensor([1.0, -1.0, -1.0, -1.0]))
             shifted = quaternion_multiply(residual, goal_quat[index])
             goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
-            q[index] = self._candidates(goal_pos[index], goal_quat[index])[torch.arange(index.numel()), head[index]]
+            q[index] = self._candidates(goal_pos[index], goal_quat[index], turn)[torch.arange(index.numel()), head[index]]
             now = self.chain.fk(q[index])
             reached_pos[index], reached_quat[index] = now.pos, now.quat
             spent.index_add_(0, rows[index], torch.ones_like(index))
@@ -467,7 +517,7 @@ class NeuralIK:
             except HikError:
                 self._fast = False
                 return False
-            needs_fk = self.corrections or self.nearest_first or len(self.networks) > 1
+            needs_fk = self.corrections or self.nearest_first or len(self.networks) > 1 or self.first_joint_turns
             self._single_fk = SingleTargetKinematics(self.chain.robot) if needs_fk else None
         return self._fast is not False
 
@@ -475,7 +525,7 @@ class NeuralIK:
         """:meth:`solve` for one target (1, 3), (1, 4) without torch in the loop: the same answers (to
         the fast forward pass's 1e-5) and the same FK count as the batched path."""
         target_pos, target_quat = pos[0].numpy(), quat[0].numpy()
-        if self.corrections or nearest is not None or len(self._fast) > 1:
+        if self.corrections or nearest is not None or len(self._fast) > 1 or self.first_joint_turns:
             q, fk_evals = self._corrected_one(target_pos, target_quat, nearest)
         else:
             q, fk_evals = np.clip(self._fast[0].solve(target_pos, target_quat), *self._limits), self._choice_fk
@@ -488,27 +538,58 @@ class NeuralIK:
     def _corrected_one(self, target_pos: np.ndarray, target_quat: np.ndarray, nearest: np.ndarray | None = None,
                        ) -> tuple[np.ndarray, int]:
         """:meth:`_corrected` for one target (3,), (4,): the best corrected answer (n,) and the FK it spent."""
-        answers = self._fast_candidates(target_pos, target_quat)  # (H, n), head order
+        best_q, best_key, met, fk_evals = self._stage_one(target_pos, target_quat, nearest, 0.0)
+        for turn in self.first_joint_turns:
+            if met:
+                break
+            q, key, met, spent = self._stage_one(target_pos, target_quat, None, turn)  # the best turned answers first
+            fk_evals += spent
+            if key < best_key:
+                best_q, best_key = q, key
+        return best_q, fk_evals
+
+    def _stage_one(self, target_pos: np.ndarray, target_quat: np.ndarray, nearest: np.ndarray | None, turn: float,
+                   ) -> tuple[np.ndarray, float, bool, int]:
+        """:meth:`_stage` for one target (3,), (4,): the best answer (n,), its key, whether it meets and the FK spent."""
+        answers = self._fast_candidates(target_pos, target_quat, turn)  # (H, n), head order
         landed = [self._land(q, target_pos, target_quat) for q in answers]
         fk_evals = len(answers)
         if nearest is None:
             heads = sorted(range(len(answers)), key=lambda h: landed[h][0])[:self.branches]  # stable, as argsort
-            best_q, _, _, spent = self._follow_one(target_pos, target_quat, answers, landed, heads)
-            return best_q, fk_evals + spent
-        best_q, best_key = answers[0], math.inf
+            best_q, best_key, met, spent = self._follow_one(target_pos, target_quat, answers, landed, heads, turn)
+            return best_q, best_key, met, fk_evals + spent
+        best_q, best_key, met = answers[0], math.inf, False
         for head in np.argsort(self._distance(answers, nearest), kind="stable"):  # nearest first
-            q, key, met, spent = self._follow_one(target_pos, target_quat, answers, landed, [int(head)])
+            q, key, met, spent = self._follow_one(target_pos, target_quat, answers, landed, [int(head)], turn)
             fk_evals += spent
             if met or key < best_key:
                 best_q, best_key = q, key
             if met:
                 break
-        return best_q, fk_evals
+        return best_q, best_key, met, fk_evals
 
-    def _fast_candidates(self, target_pos: np.ndarray, target_quat: np.ndarray) -> np.ndarray:
+    def _fast_candidates(self, target_pos: np.ndarray, target_quat: np.ndarray, turn: float = 0.0) -> np.ndarray:
         """:meth:`_candidates` for one target (3,), (4,): (H, n)."""
-        answers = [np.atleast_2d(fast.candidates(target_pos, target_quat)) for fast in self._fast]
-        return np.clip(answers[0] if len(answers) == 1 else np.concatenate(answers), *self._limits)
+        if turn:
+            target_pos, target_quat = self._symmetry.move_one(target_pos, target_quat, -turn)
+        each = [np.atleast_2d(fast.candidates(target_pos, target_quat)) for fast in self._fast]
+        answers = each[0] if len(each) == 1 else np.concatenate(each)
+        if turn:
+            answers = answers.copy()
+            answers[:, 0] += turn
+        return np.clip(answers, *self._limits)
+
+    def _fast_answer(self, head: int, goal_pos: np.ndarray, goal_quat: np.ndarray, turn: float) -> np.ndarray:
+        """Answer ``head`` (n,) of the H for goal (3,), (4,), asked only of the network that owns it, turned as
+        :meth:`_fast_candidates`."""
+        owner, local = self._owners[head]
+        if turn:
+            goal_pos, goal_quat = self._symmetry.move_one(goal_pos, goal_quat, -turn)
+        q = np.atleast_2d(self._fast[owner].candidates(goal_pos, goal_quat))[local]
+        if turn:
+            q = q.copy()
+            q[0] += turn
+        return np.clip(q, *self._limits)
 
     def _land(self, q: np.ndarray, target_pos: np.ndarray, target_quat: np.ndarray,
               ) -> tuple[float, bool, np.ndarray, np.ndarray]:
@@ -524,7 +605,7 @@ class NeuralIK:
         return score, self.tolerance.met(pos_err, rot_err), reached.pos.copy(), residual
 
     def _follow_one(self, target_pos: np.ndarray, target_quat: np.ndarray, answers: np.ndarray,
-                    landed: list[tuple[float, bool, np.ndarray, np.ndarray]], heads: list[int],
+                    landed: list[tuple[float, bool, np.ndarray, np.ndarray]], heads: list[int], turn: float = 0.0,
                     ) -> tuple[np.ndarray, float, bool, int]:
         """:meth:`_follow` for one target: its best answer (n,), that answer's key, whether it meets
         the tolerance and the FK the corrections spent."""
@@ -543,8 +624,7 @@ class NeuralIK:
                 goal_pos = goal_pos + (target_pos - reached_pos)
                 self._mujoco.mju_mulQuat(shifted, residual, goal_quat)
                 goal_quat = shifted / np.linalg.norm(shifted)
-                owner, local = self._owners[head]
-                q = np.clip(np.atleast_2d(self._fast[owner].candidates(goal_pos, goal_quat))[local], *self._limits)
+                q = self._fast_answer(head, goal_pos, goal_quat, turn)
                 score, met, reached_pos, residual = self._land(q, target_pos, target_quat)
                 spent += 1
                 branch[1:] = [goal_pos, goal_quat, reached_pos, residual]

@@ -7,7 +7,8 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
   network alone, open loop (:class:`~hik_sim.solvers.ik.NeuralIK`); a checkpoint path likewise.
 - ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`, with the
   answers of :func:`~hik_sim.policies.closed_loop_extra_names` beside its own) closed on its own error by
-  :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first.
+  :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
+  a target all of them miss is asked again turned about the first joint (``first_joint_turns``).
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK`;
   one target a call (the controller's path), :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network.
 - ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
@@ -151,8 +152,10 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         HikError: a checkpoint that cannot be read or does not fit the robot.
     """
     from hik_sim.kinematics.chain import Chain
-    from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, DmControlIK,
-                                    HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK)
+    from hik_sim.kinematics.symmetry import FirstJointSymmetry
+    from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_FIRST_JOINT_TURNS,
+                                    CLOSED_LOOP_NEAREST_FIRST, DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK,
+                                    SingleTargetIK)
 
     spec = _robot(robot)
     if not isinstance(name, (str, Path)):
@@ -176,8 +179,9 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         if name == "closed_loop":  # a given network alone; else the shipped one with the robot's other closed-loop networks
             extra = () if network is not None else tuple(load_pretrained(spec.name, other, device)
                                                          for other in closed_loop_extra_names(spec.name))
+            turns = FirstJointSymmetry(chain).default_turns if CLOSED_LOOP_FIRST_JOINT_TURNS else ()
             return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES,
-                            nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra)
+                            nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra, first_joint_turns=turns)
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)

@@ -1,0 +1,93 @@
+"""The first joint's symmetry: moving a chain's first joint moves its whole end-effector pose rigidly.
+
+For any serial chain, ``FK(q + α·e₁) = M(α) · FK(q)``: the first joint's motion carries everything
+after it. ``M(α)`` is the rotation by α about the first joint's axis through its origin (both in the
+base frame) for a revolute first joint, the shift by α along its axis for a prismatic one. So a
+pose T is reached with first joint ``q₁`` exactly when ``M(−α) T`` is reached with ``q₁ − α`` and
+every other joint the same: an IK answer for the moved pose, with α added back to its first joint,
+is an answer for T, as exact as the answer it came from.
+
+:class:`~hik_sim.solvers.ik.NeuralIK` uses it to ask a network about a pose whose solution lies in
+the middle of the first joint's range when the pose itself needs that joint near a limit, where
+networks answer worst (the G1's shoulder pitch spans 5.76 rad; its two limits are 0.52 rad apart
+the short way round, and every answer near either saturates; docs/networks.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.rotations import quaternion_multiply
+
+__all__ = ["FirstJointSymmetry"]
+
+
+class FirstJointSymmetry:
+    """``M(α)``, the rigid motion of the end-effector pose when a chain's first joint moves by α.
+
+    Args:
+        chain: the robot's chain.
+
+    Attributes:
+        axis: (3,) unit axis of the first joint, base frame.
+        origin: (3,) [m] a point on that axis (the joint's origin), base frame.
+        revolute: True for a revolute first joint (α in rad), False for a prismatic one (α in m).
+    """
+
+    def __init__(self, chain: Chain) -> None:
+        g = chain.geometry
+        axis = g.rotations[0] @ g.axes[0]
+        self.axis = axis / np.linalg.norm(axis)
+        self.origin = np.array(g.translations[0], dtype=np.float64)
+        self.revolute = bool(g.revolute[0])
+        self.span = float(chain.robot.upper[0] - chain.robot.lower[0])
+        """Range of the first joint [rad or m]."""
+        self._rotations: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+
+    @property
+    def default_turns(self) -> tuple[float, ...]:
+        """A third of the first joint's range either way (at most a third of a turn) [rad or m];
+        none for a first joint without a finite, non-zero range.
+
+        A pose that needs the first joint at one end of its range is asked about a third of the
+        range inside it. Measured on the G1 (3,000 poses from their own seed, not the evaluation's):
+        ±0.5, ±1.0 and ±2.0 rad lifted the closed loop from 87.6 % to 91.2, 93.4 and 95.6 %; a third
+        of its 5.76 rad range is 1.92 (docs/networks.md).
+        """
+        third = min(self.span, 2 * math.pi) / 3 if self.revolute else self.span / 3
+        return (third, -third) if math.isfinite(third) and third > 0 else ()
+
+    def _rotation(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """(3, 3) rotation matrix and (4,) wxyz quaternion of the turn by α about the axis (cached by α)."""
+        if alpha in self._rotations:
+            return self._rotations[alpha]
+        k = np.array([[0.0, -self.axis[2], self.axis[1]], [self.axis[2], 0.0, -self.axis[0]],
+                      [-self.axis[1], self.axis[0], 0.0]])
+        matrix = np.eye(3) + math.sin(alpha) * k + (1 - math.cos(alpha)) * (k @ k)
+        quat = np.concatenate([[math.cos(alpha / 2)], math.sin(alpha / 2) * self.axis])
+        self._rotations[alpha] = matrix, quat
+        return matrix, quat
+
+    def move(self, pos: torch.Tensor, quat: torch.Tensor, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """``M(α)`` applied to poses: positions (B, 3) [m] and orientations (B, 4) wxyz, base frame → the same shapes and dtype."""
+        if not self.revolute:
+            return pos + pos.new_tensor(alpha * self.axis), quat
+        matrix, turn = self._rotation(alpha)
+        origin = pos.new_tensor(self.origin)
+        moved = origin + (pos - origin) @ pos.new_tensor(matrix).T
+        return moved, quaternion_multiply(quat.new_tensor(turn).expand_as(quat), quat)
+
+    def move_one(self, pos: np.ndarray, quat: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`move` for one pose: (3,) [m], (4,) wxyz as NumPy float64 arrays."""
+        if not self.revolute:
+            return pos + alpha * self.axis, quat
+        matrix, turn = self._rotation(alpha)
+        w1, x1, y1, z1 = turn
+        w2, x2, y2, z2 = quat
+        product = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+        return self.origin + matrix @ (pos - self.origin), product
