@@ -2,12 +2,14 @@
 
 Reach: ``--episodes`` episodes (default 200) of ``hik_sim/Reach-<robot>-v0``, each a new reachable
 goal from home; success = the errors stay within 5 mm and 2° for 5 steps before the 5 s limit.
-Reported: success rate, mean time to reach [s], IK latency per control step (median, p95) [ms],
+Reported: success rate, mean time to reach [s], IK latency per control step (median, p95) [ms] and per
+solve (the same without the steps at which a network policy answered a repeated query from its last
+result: the same goal from the same last target; ``IKController``),
 solver failures per episode, joint-limit violations (control steps ending outside a limit; the largest excess [mrad]) (the JSON: :func:`hik_sim.evaluation.metrics.reach_metrics`, totals).
 
 Track: ``--track-episodes`` episodes (default 10) of ``hik_sim/Track-<robot>-v0`` with a
 figure-eight (and the other trajectories with ``--all-trajectories``) at ``--speed`` (0.1 m/s);
-position error RMS / p95 / max [mm] after the first second, rotation RMS [°]
+position error RMS / p95 / max [mm] after the first second, rotation RMS [°], IK latency per control step
 (:func:`hik_sim.evaluation.metrics.track_metrics`). Episodes run through
 :func:`hik_sim.evaluation.rollout.rollout`, as in the evaluator.
 
@@ -92,18 +94,20 @@ def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, p
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
     """Both tables."""
     lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] "
-             "| solver failures / episode | limit violations (steps; largest [mrad]) |",
-             "|---|---|---:|---:|---:|---|---:|---:|"]
+             "| per solve median / p95 [ms] | solver failures / episode | limit violations (steps; largest [mrad]) |",
+             "|---|---|---:|---:|---:|---|---|---:|---:|"]
     for r in reach_rows:
         reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
         lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_5mm_2deg']:.1f} % | {reach_time} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['solver_failures'] / r['episodes']:.2f} | {limit_violations_text(r)} |")
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['ik_solve_median_ms']:.2f} / {r['ik_solve_p95_ms']:.2f} "
+                     f"| {r['solver_failures'] / r['episodes']:.2f} | {limit_violations_text(r)} |")
     lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] "
-              "| limit violations (steps; largest [mrad]) |",
-              "|---|---|---|---:|---:|---|---:|---:|"]
+              "| IK latency median / p95 [ms] | limit violations (steps; largest [mrad]) |",
+              "|---|---|---|---:|---:|---|---:|---|---:|"]
     for r in track_rows:
         lines.append(f"| {robot} | {r['controller']} | {r['trajectory']} | {r['speed_m_s']:.2f} | {r['mean_size_m']:.3f} "
-                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} | {limit_violations_text(r)} |")
+                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} "
+                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {limit_violations_text(r)} |")
     return "\n".join(lines) + "\n"
 
 

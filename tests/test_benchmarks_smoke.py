@@ -285,12 +285,13 @@ def test_env_bench_reports_reach_track_and_the_joint_limit_excess(tmp_path: Path
 def test_env_bench_measures_the_closed_loop_as_it_was_beside_the_policy() -> None:
     env_bench = _load_script("env_bench")
     policy = env_bench.make_controller("jvrc1", "closed_loop")
-    best, four = (env_bench.make_controller("jvrc1", kind) for kind in (env_bench.BEST_ANSWER, env_bench.FOUR_ANSWERS))
-    assert policy.solver.nearest_first and four.solver.nearest_first and not best.solver.nearest_first
-    assert policy.solver.hypotheses == 5 and best.solver.hypotheses == four.solver.hypotheses == 4  # the ensemble: 4 + 1 answers
-    for variant in (best, four):
+    best, four, unturned = (env_bench.make_controller("jvrc1", kind) for kind in env_bench.VARIANTS)
+    assert policy.solver.nearest_first and four.solver.nearest_first and unturned.solver.nearest_first and not best.solver.nearest_first
+    assert policy.solver.hypotheses == unturned.solver.hypotheses == 5 and best.solver.hypotheses == four.solver.hypotheses == 4  # 4 + 1 answers
+    assert len(policy.solver.first_joint_turns) == 2
+    for variant in (best, four, unturned):
         assert variant.solver.network.card == policy.solver.network.card and variant.solver.corrections == policy.solver.corrections
-        assert variant.lead_time == policy.lead_time > 0
+        assert variant.lead_time == policy.lead_time > 0 and variant.solver.first_joint_turns == ()
 
 
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import gymnasium as gym
@@ -87,6 +89,12 @@ def test_reach_and_track_metrics_on_known_episodes() -> None:
     assert row["time_to_reach_s"] == 1.0
     assert row["final_pos_mean_mm"] == pytest.approx(4.5) and row["final_rot_mean_deg"] == pytest.approx(math.degrees(0.055))
     assert row["ik_latency_median_ms"] == pytest.approx(2.0) and row["ik_latency_p95_ms"] == pytest.approx(2.0)
+    assert row["ik_solve_median_ms"] == pytest.approx(2.0) and row["ik_repeated_share"] == 0.0  # episodes that do not say: all solves
+    # steps answered from the last result (a repeated query) count per step, not per solve
+    looked_up = dataclasses.replace(reached, ik_time=np.array([0.004, 0.00001]), ik_repeated=np.array([False, True]))
+    per_solve = reach_metrics([looked_up])
+    assert per_solve["ik_latency_median_ms"] == pytest.approx(2.005) and per_solve["ik_solve_median_ms"] == pytest.approx(4.0)
+    assert per_solve["ik_solve_p95_ms"] == pytest.approx(4.0) and per_solve["ik_repeated_share"] == 0.5
     assert row["joint_limit_violations"] == 1 and row["solver_failures"] == 2 and row["joint_limit_excess_max_rad"] == 0.003
     assert reach_metrics([near])["time_to_reach_s"] is None
     track = track_metrics([_episode([0.5, 0.5, 0.003, 0.004], [1.0, 1.0, 0.0, 0.02], success=False)])  # t = 0, 0.5, 1.0, 1.5 s

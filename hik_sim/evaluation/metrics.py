@@ -84,12 +84,19 @@ def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch:
 
 
 def _control_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
-    """What every closed-loop table reports: IK latency per control step, limit violations (steps, and
+    """What every closed-loop table reports: IK latency per control step, and per solve (the steps at which
+    the controller did not answer a repeated query from its last result), limit violations (steps, and
     the largest excess [rad]), solver failures."""
     latency_ms = 1000 * np.concatenate([e.ik_time for e in episodes])
+    repeated = np.concatenate([e.ik_repeated if len(e.ik_repeated) == len(e.ik_time) else np.zeros(len(e.ik_time), dtype=bool)
+                               for e in episodes])
+    solves_ms = latency_ms[~repeated] if (~repeated).any() else latency_ms
     return {
         "ik_latency_median_ms": float(np.median(latency_ms)),
         "ik_latency_p95_ms": float(np.percentile(latency_ms, 95)),
+        "ik_solve_median_ms": float(np.median(solves_ms)),
+        "ik_solve_p95_ms": float(np.percentile(solves_ms, 95)),
+        "ik_repeated_share": float(repeated.mean()),
         "joint_limit_violations": sum(e.joint_limit_violations for e in episodes),
         "joint_limit_excess_max_rad": max(e.limit_excess for e in episodes),
         "solver_failures": sum(e.solver_failures for e in episodes),

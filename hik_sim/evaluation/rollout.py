@@ -50,6 +50,9 @@ class Episode:
         pos_err: (T + 1,) end-effector position error to the goal [m].
         rot_err: (T + 1,) end-effector rotation error to the goal, geodesic angle [rad].
         ik_time: (T,) the solver's wall time at each control step [s].
+        ik_repeated: (T,) True where the controller answered a query repeated exactly from its last
+            result instead of solving (:class:`~hik_sim.policies.controller.IKController`, network
+            policies), so ``ik_time`` there is a lookup's; empty for a policy that does not say.
         joint_limit_violations: control steps that ended with a chain joint more than
             :data:`LIMIT_SLACK` outside its limits.
         limit_excess: the farthest a chain joint was outside its limits at the end of a control
@@ -75,6 +78,7 @@ class Episode:
     reset_info: dict[str, Any] = field(default_factory=dict, repr=False)
     recording: Recording | None = field(default=None, repr=False)
     limit_excess: float = 0.0
+    ik_repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     @property
     def steps(self) -> int:
@@ -122,11 +126,12 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
     if recording is not None:
         recording.capture(env, 0.0, info)
     failures_before = policy.failures
-    times, pos_err, rot_err, ik_time = [0.0], [info["pos_err"]], [info["rot_err"]], []
+    times, pos_err, rot_err, ik_time, repeated = [0.0], [info["pos_err"]], [info["rot_err"]], [], []
     violations, excess, terminated, truncated, step = 0, 0.0, False, False, 0
     while not (terminated or truncated) and (max_steps is None or step < max_steps):
         action = policy(obs)
         ik_time.append(policy.last_result[0].wall_time)
+        repeated.append(bool(getattr(policy, "last_repeated", {}).get(0, False)))
         obs, _, terminated, truncated, info = env.step(action)
         step += 1
         q = obs["joint_pos"]
@@ -143,4 +148,4 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
                    ik_time=np.asarray(ik_time, dtype=float), joint_limit_violations=violations,
                    solver_failures=policy.failures - failures_before, success=bool(info.get("is_success", False)),
                    terminated=bool(terminated), truncated=truncated, limit_excess=excess,
-                   reset_info=reset_info, recording=recording)
+                   reset_info=reset_info, recording=recording, ik_repeated=np.asarray(repeated, dtype=bool))

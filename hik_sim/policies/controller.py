@@ -64,6 +64,7 @@ class IKController:
         last_command: per environment index, the last command (n,) sent: the target, clipped by
             ``joint_velocity_limit`` where one is set.
         last_result: per environment index, the solver's last :class:`~hik_sim.solvers.ik.IKResult`.
+        last_repeated: per environment index, whether that result answered a repeated query (below).
         failures: solves outside the solver's tolerance since the controller was made.
 
     A network alone (:class:`~hik_sim.solvers.ik.NeuralIK`) answers the same query with the same
@@ -95,6 +96,7 @@ class IKController:
         self.failures = 0
         self._deterministic = isinstance(solver, NeuralIK)
         self._last_query: dict[int, tuple[bytes, bytes, bytes]] = {}
+        self.last_repeated: dict[int, bool] = {}
 
     @classmethod
     def pretrained(cls, robot: str | RobotSpec, kind: str = DEFAULT_KIND, **kwargs: Any) -> "IKController":
@@ -147,6 +149,7 @@ class IKController:
         self.last_target.clear()
         self.last_result.clear()
         self._last_query.clear()
+        self.last_repeated.clear()
 
     def _solve(self, pos: np.ndarray, quat: np.ndarray, q_now: np.ndarray) -> IKResult:
         if self._solve_one is not None:  # a SingleTargetSolver: one pose, no batch
@@ -171,7 +174,8 @@ class IKController:
         last = self.last_target.get(index, q_now)
         start = time.perf_counter()
         query = (goal.tobytes(), goal_quat.tobytes(), last.tobytes())
-        if self._deterministic and self._last_query.get(index) == query:
+        self.last_repeated[index] = repeated = self._deterministic and self._last_query.get(index) == query
+        if repeated:
             again = self.last_result[index]
             result = replace(again, fk_evals=torch.zeros_like(again.fk_evals), wall_time=time.perf_counter() - start)
         else:
