@@ -13,8 +13,8 @@ time per target, and exact (0.1 mm & 0.1°) solutions per second; then the hybri
 against both multistart-10 definitions, beside the paper's published IRB120 figures.
 
 Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
-targets): hik_sim's single-target path (the hybrid's seed network → LM → restarts; and warm-started from a
-configuration 0.05 rad away, as in tracking), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
+targets): hik_sim's single-target path (the hybrid's seed network → LM → restarts; warm-started from a
+configuration 0.05 rad away, as in tracking; and without the network: home → LM → random restarts), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
 multistart (up to 10 starts): median and p95 latency, success at (5 mm, 2°) and (1 mm, 1°), and
 solutions per second (batched where the solver is batched). Peers come from the ``bench`` extra
@@ -97,12 +97,15 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     home = np.asarray(robot.home, dtype=float)
     single = make_solver("hybrid", robot)  # the controller's hybrid: SingleTargetIK on the seed network
+    no_network = make_solver("lm", robot)  # the same LM and restarts without the network: what the seed must beat
     noise = np.random.default_rng(0).uniform(-0.05, 0.05, size=tuple(batch.q.shape))
     rows: list[dict[str, object]] = [
         _single("hik_sim single-target (network seed → LM)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
         _single("hik_sim single-target, warm start (tracking)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=np.clip(batch.q[i].numpy() + noise[i], robot.lower, robot.upper)).q[0].numpy()),
+        _single("hik_sim single-target, no network (home → LM → random restarts)", chain, batch,
+                lambda i: no_network.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
     ]
     try:
         import pytracik
