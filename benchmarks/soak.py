@@ -25,7 +25,7 @@ target; all batched solvers of a robot solve the same targets. Four kinds, in eq
 Solvers, built by :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them (shipped networks through
 :func:`hik_sim.policies.load_pretrained`, the hybrid's seed through
 :func:`~hik_sim.policies.hybrid_seed_name`): every network shipped for the robot alone
-(``NeuralIK``), ``closed_loop`` (``NeuralIK`` with 5 corrections), ``hybrid`` (``HybridIK``),
+(``NeuralIK``), ``closed_loop`` (``NeuralIK``: its networks, 5 corrections, turned queries), ``hybrid`` (``HybridIK``),
 ``multistart`` (``MultistartIK``, 10 starts), both again warm-started from a ``q_init`` (random
 in-limit joints, as a tracking controller passes its current ones), ``LMRefiner`` from the home
 configuration, all
@@ -260,7 +260,7 @@ def _warm(chain: Chain, solve: Callable[..., IKResult]) -> Callable[[torch.Tenso
 
 def build_solvers(robot: RobotSpec) -> list[Solver]:
     """Every solver a user can pick for ``robot``, from :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them."""
-    from hik_sim.policies import hybrid_seed_name
+    from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name
     from hik_sim.solvers.registry import make_solver, shipped_networks
     from hik_sim.solvers.ik import LMRefiner
 
@@ -270,7 +270,9 @@ def build_solvers(robot: RobotSpec) -> list[Solver]:
     if shipped:
         seed = hybrid_seed_name(robot.name)
         closed = make_solver("closed_loop", robot)
-        solvers.append(Solver(f"closed_loop ({seed}, NeuralIK, {closed.corrections} corrections)", "batch", closed.solve))
+        networks = " + ".join((closed_loop_network_name(robot.name), *closed_loop_extra_names(robot.name)))
+        turns = f", turned ±{abs(closed.first_joint_turns[0]):.2f}" if closed.first_joint_turns else ""
+        solvers.append(Solver(f"closed_loop ({networks}, NeuralIK, {closed.corrections} corrections{turns})", "batch", closed.solve))
         hybrid = make_solver("hybrid", robot, batched=True)
         solvers.append(Solver(f"hybrid ({seed} → HybridIK)", "batch", hybrid.solve))
     multistart = make_solver("multistart", robot, batched=True)
