@@ -308,3 +308,20 @@ def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(t
     table = (tmp_path / "recipe_study.md").read_text()
     assert "| hard_25 | sampling=hard, tail_fraction=0.25 |" in table and "baseline over 2 seeds" in table
     assert (tmp_path / "recipe_study_irb120.png").stat().st_size > 10_000
+
+
+def test_ik_bench_quick_run_puts_the_hybrid_beside_multistart_and_the_single_target_paths_beside_the_peers(tmp_path: Path) -> None:
+    ik_bench = _load_script("ik_bench")
+    assert ik_bench.main(["--robot", "irb120", "--targets", "40", "--peer-targets", "3", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "ik_irb120.json").read_text())
+    (table,) = record["tables"]
+    rows = {row["solver"]: row for row in table["rows"]}
+    hybrid, multistart = rows["hybrid: network + LM"], rows["multistart-10 LM"]
+    assert hybrid["success_5mm_2deg"] >= 0.97 and hybrid["function_evals"] < multistart["function_evals"]
+    assert table["hybrid_vs_multistart"]["evals_reduction_pct"] > 0
+    single = {row["solver"]: row for row in record["peers"]["irb120"]}
+    for name in ("hik_sim single-target (network seed → LM)", "hik_sim single-target, warm start (tracking)",
+                 "hik_sim single-target, no network (home → LM → random restarts)"):
+        assert single[name]["targets"] == 3 and single[name]["success_5mm_2deg"] == 1.0 and single[name]["median_ms"] > 0
+    assert any(name.startswith("TRAC-IK") for name in single)  # measured, or reported as missing
+    assert "| irb120 | hik_sim single-target, no network" in (tmp_path / "ik_irb120.md").read_text()
