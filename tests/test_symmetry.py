@@ -72,3 +72,4 @@ def test_a_prismatic_first_joint_shifts_the_pose_along_its_axis(tmp_path: Path) 
     assert not symmetry.revolute
     _check_moves_like_the_first_joint(chain, (0.05, -0.3))
     assert symmetry.default_turns == pytest.approx((0.2, -0.2))  # a third of its 0.6 m
+

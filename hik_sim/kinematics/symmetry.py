@@ -49,9 +49,9 @@ class FirstJointSymmetry:
         self._rotations: dict[float, tuple[np.ndarray, np.ndarray]] = {}
 
     @property
-    def default_turns(self) -> tuple[float, ...]:
-        """A third of the first joint's range either way (at most a third of a turn) [rad or m];
-        none for a first joint without a finite, non-zero range.
+    def default_turns(self) -> tuple[float, float]:
+        """A third of the first joint's range either way (at most a third of a turn) [rad or m]
+        (a chain joint's range is finite and non-empty: the URDF loader checks it).
 
         A pose that needs the first joint at one end of its range is asked about a third of the
         range inside it. Measured on the G1 (3,000 poses from their own seed, not the evaluation's):
@@ -59,7 +59,7 @@ class FirstJointSymmetry:
         of its 5.76 rad range is 1.92 (docs/networks.md).
         """
         third = min(self.span, 2 * math.pi) / 3 if self.revolute else self.span / 3
-        return (third, -third) if math.isfinite(third) and third > 0 else ()
+        return third, -third
 
     def _rotation(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         """(3, 3) rotation matrix and (4,) wxyz quaternion of the turn by α about the axis (cached by α)."""
