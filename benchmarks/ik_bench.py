@@ -14,7 +14,8 @@ against both multistart-10 definitions, beside the paper's published IRB120 figu
 
 Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
 targets): hik_sim's single-target path (the hybrid's seed network → LM → restarts; warm-started from a
-configuration 0.05 rad away, as in tracking; and without the network: home → LM → random restarts), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
+configuration 0.05 rad away, as in tracking; from home, then the network's answers, as a controller's first
+step; and without the network: home → LM → random restarts), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
 multistart (up to 10 starts): median and p95 latency, success at (5 mm, 2°) and (1 mm, 1°), and
 solutions per second (batched where the solver is batched). Peers come from the ``bench`` extra
@@ -104,6 +105,8 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
         _single("hik_sim single-target, warm start (tracking)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=np.clip(batch.q[i].numpy() + noise[i], robot.lower, robot.upper)).q[0].numpy()),
+        _single("hik_sim single-target, the controller's first step (home → network seed → random restarts)", chain, batch,
+                lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=home).q[0].numpy()),
         _single("hik_sim single-target, no network (home → LM → random restarts)", chain, batch,
                 lambda i: no_network.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
     ]
