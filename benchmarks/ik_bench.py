@@ -13,7 +13,8 @@ time per target, and exact (0.1 mm & 0.1°) solutions per second; then the hybri
 against both multistart-10 definitions, beside the paper's published IRB120 figures.
 
 Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
-targets): hik_sim's single-target path (the hybrid's seed network → LM → restarts; warm-started from a
+targets): hik_sim's single-target path (its seed network, ``single_target_seed_name``: the small ``mlp_seed``
+where shipped → LM → restarts; warm-started from a
 configuration 0.05 rad away, as in tracking; from home, then the network's answers, as a controller's first
 step; and without the network: home → LM → random restarts), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
@@ -54,6 +55,7 @@ from hik_sim.evaluation.experiments import PAPER_IRB120, TARGET_SEED, hybrid_tab
 from hik_sim.kinematics.chain import Chain, reference_chain
 from hik_sim.robots import RobotSpec, get_robot, robot_names
 from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.policies import single_target_seed_name
 from hik_sim.solvers.registry import make_solver
 from hik_sim.solvers.ik import REPORT_TOLERANCES
 
@@ -97,15 +99,16 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
     chain = Chain(robot)
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     home = np.asarray(robot.home, dtype=float)
-    single = make_solver("hybrid", robot)  # the controller's hybrid: SingleTargetIK on the seed network
+    single = make_solver("hybrid", robot)  # the controller's hybrid: SingleTargetIK on the single-target seed network
+    single_seed = single_target_seed_name(robot.name)
     no_network = make_solver("lm", robot)  # the same LM and restarts without the network: what the seed must beat
     noise = np.random.default_rng(0).uniform(-0.05, 0.05, size=tuple(batch.q.shape))
     rows: list[dict[str, object]] = [
-        _single("hik_sim single-target (network seed → LM)", chain, batch,
+        _single(f"hik_sim single-target ({single_seed} seed → LM)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
         _single("hik_sim single-target, warm start (tracking)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=np.clip(batch.q[i].numpy() + noise[i], robot.lower, robot.upper)).q[0].numpy()),
-        _single("hik_sim single-target, the controller's first step (home → network seed → random restarts)", chain, batch,
+        _single(f"hik_sim single-target, the controller's first step (home → {single_seed} seed → random restarts)", chain, batch,
                 lambda i: single.solve_one(batch.pos[i], batch.quat[i], q_init=home).q[0].numpy()),
         _single("hik_sim single-target, no network (home → LM → random restarts)", chain, batch,
                 lambda i: no_network.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),

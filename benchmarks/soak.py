@@ -31,7 +31,7 @@ in-limit joints, as a tracking controller passes its current ones), ``LMRefiner`
 configuration, all
 batched over every target in chunks of ``--chunk``; and the single-target path, one Python call per
 target through ``SingleTargetIK.solve_one`` (``lm``: no network, 49 restarts; ``hybrid controller``:
-the hybrid's seed network, as the hybrid policy's controller) and ``dm_control``
+the single-target seed network, as the hybrid policy's controller) and ``dm_control``
 (``DmControlIK``, one target per call), on a subset: the first ``--single-target`` /
 ``--dm-control`` targets, split equally over the four kinds, since they run per target in Python.
 
@@ -260,7 +260,7 @@ def _warm(chain: Chain, solve: Callable[..., IKResult]) -> Callable[[torch.Tenso
 
 def build_solvers(robot: RobotSpec) -> list[Solver]:
     """Every solver a user can pick for ``robot``, from :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them."""
-    from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name
+    from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, single_target_seed_name
     from hik_sim.solvers.registry import make_solver, shipped_networks
     from hik_sim.solvers.ik import LMRefiner
 
@@ -284,8 +284,9 @@ def build_solvers(robot: RobotSpec) -> list[Solver]:
     solvers.append(Solver("lm (SingleTargetIK.solve_one, 49 restarts)", "single", _single(make_solver("lm", robot).solve_one),
                           single=True))
     if shipped:
-        controller = make_solver("hybrid", robot, network=hybrid.network)  # the controller's: SingleTargetIK on the same network
-        solvers.append(Solver(f"hybrid controller ({seed} → SingleTargetIK.solve_one)", "single", _single(controller.solve_one),
+        controller = make_solver("hybrid", robot)  # the controller's: SingleTargetIK on its own seed network
+        solvers.append(Solver(f"hybrid controller ({single_target_seed_name(robot.name)} → SingleTargetIK.solve_one)", "single",
+                              _single(controller.solve_one),
                               single=True))
     solvers.append(Solver("dm_control (DmControlIK, per target)", "single", lambda p, q: _dm_control(robot).solve(p, q),
                           dm_control=True))

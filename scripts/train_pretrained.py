@@ -1,5 +1,6 @@
 """Train the checkpoints hik_sim ships: every registered robot × {harmoatt, mlp, cycleik,
-harmoatt_4answers (the closed-loop network, on the IRB120 also the hybrid's seed: HarmoAtt-IK with 4 answers)}, plus
+harmoatt_4answers (the closed-loop network, on the IRB120 also the hybrid's seed: HarmoAtt-IK with 4 answers),
+mlp_seed (a small MLP sized for seeding the single-target LM: ``SEED_MLP``)}, plus
 for the IRB120 a HarmoAtt-IK with q6 fixed and the hybrid paper's regression DNN in the full joint
 space and with q6 fixed (regression, regression_q6fixed).
 
@@ -71,6 +72,10 @@ SEED_NETWORKS = dict.fromkeys(("irb120", "panda", "talos", "romeo", "icub", "g1"
 """robot → answers of its closed-loop network, ``harmoatt_<H>answers`` (hik_sim.policies.closed_loop_network_name)."""
 REGRESSION_ROBOTS = ("irb120",)  # the hybrid paper's robot: its regression DNN, full and with q6 fixed
 PAIRED = ("mlp", "cycleik", "regression")  # models that train the steps the robot's HarmoAtt-IK reached (in turn)
+SEED_MLP = (("hidden", 128), ("layers", 3))
+"""``mlp_seed``: an MLP of ~35 k parameters, a few µs a pose, the seed of the single-target LM
+(``hik_sim.policies.single_target_seed_name``); not parameter-matched and not paired: it trains its
+own ``--minutes``."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
@@ -78,7 +83,7 @@ def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tu
     out = []
     for robot in robots:
         out += [(robot, "harmoatt", "harmoatt", (), hypotheses), (robot, "mlp", "mlp", (), hypotheses),
-                (robot, "cycleik", "cycleik", (), 1)]
+                (robot, "cycleik", "cycleik", (), 1), (robot, "mlp", "mlp_seed", (), 1)]
         if robot in FIXED_Q6:
             out.append((robot, "harmoatt", "harmoatt_q6fixed", FIXED_Q6[robot], 1))
         if robot in SEED_NETWORKS:
@@ -90,9 +95,11 @@ def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tu
 
 
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
-                  hypotheses: int) -> tuple[tuple[str, Any], ...]:
+                  hypotheses: int, stem: str | None = None) -> tuple[tuple[str, Any], ...]:
     """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
-    matches HarmoAtt-IK's parameter count."""
+    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem."""
+    if stem == "mlp_seed":
+        return SEED_MLP
     options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
     outputs = get_robot(robot_name).dof - len(fixed)
     if model == "mlp":
@@ -116,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                              "trains the steps that partner reached instead")
     parser.add_argument("--compile", action="store_true", help="torch.compile the training step (see TrainConfig.compile)")
     parser.add_argument("--only", nargs="*", default=None, metavar="STEM",
-                        help="train only these checkpoints (harmoatt, mlp, cycleik, harmoatt_q6fixed, harmoatt_4answers, "
-                             "regression, regression_q6fixed)")
+                        help="train only these checkpoints (harmoatt, mlp, cycleik, mlp_seed, harmoatt_q6fixed, "
+                             "harmoatt_4answers, regression, regression_q6fixed)")
     parser.add_argument("--hypotheses", type=int, default=1,
                         help="answers per pose of the harmoatt/mlp pair, chosen by FK (default 1; see "
                              "hik_sim.learning.models.common.LimitHead)")
@@ -157,10 +164,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _config(args: argparse.Namespace, robot_name: str, model: str, fixed: tuple[tuple[str, float], ...], hypotheses: int,
-            steps: int, minutes: float | None) -> TrainConfig:
+            steps: int, minutes: float | None, stem: str | None = None) -> TrainConfig:
     lr = args.cycleik_lr if model == "cycleik" else args.lr
-    return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=lr, seed=args.seed,
-                       device=args.device, fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses),
+    return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=lr, seed=args.seed, device=args.device,
+                       fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses, stem),
                        eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)
 
 
@@ -171,9 +178,9 @@ def _train_in_turn(todo: list, args: argparse.Namespace, index: dict, index_path
     cards = []
     for robot_name, model, stem, fixed, hypotheses in todo:
         steps, minutes = args.steps, args.minutes
-        if model in PAIRED and robot_name in reached:
+        if model in PAIRED and stem != "mlp_seed" and robot_name in reached:
             steps, minutes = reached[robot_name], None
-        result = train(get_robot(robot_name), _config(args, robot_name, model, fixed, hypotheses, steps, minutes), out=None)
+        result = train(get_robot(robot_name), _config(args, robot_name, model, fixed, hypotheses, steps, minutes, stem), out=None)
         if stem == "harmoatt":
             reached[robot_name] = result.card.steps
         _ship(result.network.cpu(), result.card, robot_name, stem, args.out, index, index_path)
@@ -189,7 +196,7 @@ def _train_parallel(todo: list, args: argparse.Namespace, index: dict, index_pat
             ProcessPoolExecutor(args.parallel, mp_context=get_context("spawn")) as pool:
         futures = {}
         for robot_name, model, stem, fixed, hypotheses in todo:
-            config = _config(args, robot_name, model, fixed, hypotheses, args.steps, args.minutes)
+            config = _config(args, robot_name, model, fixed, hypotheses, args.steps, args.minutes, stem)
             path = str(Path(scratch) / f"{robot_name}-{stem}.pt")
             futures[pool.submit(train_to_checkpoint, robot_name, config.to_json(), path, threads)] = (robot_name, stem)
         for future, (robot_name, stem) in futures.items():

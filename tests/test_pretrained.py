@@ -97,6 +97,33 @@ def test_talos_hybrid_is_seeded_by_its_four_answer_network_because_it_costs_fewe
     assert float(four.function_evals.double().mean()) < 0.9 * float(one.function_evals.double().mean())
 
 
+def test_the_irb120s_single_target_lm_is_seeded_by_a_small_mlp_that_saves_evaluations() -> None:
+    """One target a call, the seed's forward pass is paid by that one target: HarmoAtt-IK's ~650 k weights cost
+    more than the whole LM from home. The shipped ``mlp_seed`` (~35 k weights) is the single-target seed where
+    shipped (the controllers' hybrid); the batched hybrid keeps its four-answer seed."""
+    from hik_sim.learning.fast_network import FastIKNetwork
+    from hik_sim.policies import IKController, hybrid_seed_name, single_target_seed_name
+    from hik_sim.solvers.ik import SingleTargetIK
+    from hik_sim.solvers.registry import make_solver
+
+    assert single_target_seed_name("irb120") == "mlp_seed" and hybrid_seed_name("irb120") == "harmoatt_4answers"
+    assert single_target_seed_name("romeo") == hybrid_seed_name("romeo")  # none shipped there: the hybrid's seed
+    seed = load_pretrained("irb120", "mlp_seed")
+    assert seed.card.parameters < 50_000 and seed.hypotheses == 1 and FastIKNetwork.from_network(seed) is not None
+    chain = Chain(robot_by_id("irb120"))
+    single = make_solver("hybrid", "irb120")
+    assert isinstance(single, SingleTargetIK) and single.network.card == seed.card
+    assert make_solver("hybrid", "irb120", batched=True).network.card.model_options == load_pretrained(
+        "irb120", "harmoatt_4answers").card.model_options
+    assert IKController.pretrained("irb120", "hybrid").solver.network.card == seed.card
+    targets = make_eval_set(chain, 4242, 100).batch
+    seeded = single.solve(targets.pos, targets.quat)
+    unseeded = SingleTargetIK(chain).solve(targets.pos, targets.quat)
+    assert bool(seeded.success.all()) and bool(unseeded.success.all())
+    # measured on 300 targets: 22 evaluations a target against 60 from home and random restarts
+    assert float(seeded.function_evals.double().mean()) < 0.6 * float(unseeded.function_evals.double().mean())
+
+
 def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card() -> None:
     from hik_sim.policies import hybrid_seed_name
 

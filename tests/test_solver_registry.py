@@ -13,7 +13,8 @@ from conftest import ALL_ROBOTS, robot_by_id, user_robot
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path
+from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path,
+                              single_target_seed_name)
 from hik_sim.robots import get_robot
 from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
                                      make_solver, shipped_networks, solver_names)
@@ -63,8 +64,9 @@ def _direct(name: str, chain: Chain, batched: bool):  # noqa: ANN202
                         branches=CLOSED_LOOP_BRANCHES, nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra,
                         first_joint_turns=FirstJointSymmetry(chain).default_turns)
     if name == "hybrid":
-        seed = load_pretrained(robot.name, hybrid_seed_name(robot.name))
-        return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
+        if batched:
+            return HybridIK(load_pretrained(robot.name, hybrid_seed_name(robot.name)), LMRefiner(chain))
+        return SingleTargetIK(chain, load_pretrained(robot.name, single_target_seed_name(robot.name)))
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)
     if name == "lm":

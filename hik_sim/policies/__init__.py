@@ -7,7 +7,7 @@ from pathlib import Path
 from hik_sim.errors import HikError
 
 __all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
-           "closed_loop_network_name", "closed_loop_extra_names"]
+           "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -43,6 +43,23 @@ def hybrid_seed_name(robot: str) -> str:
     against 12.1, session 12, where the four answers cost more to compute and rank).
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
+
+
+def single_target_seed_name(robot: str) -> str:
+    """The shipped network that seeds the single-target LM (``SingleTargetIK``, the controllers' path) on ``robot``.
+
+    ``mlp_seed`` where one is shipped: a small MLP (~35 k parameters, ~6 µs a pose on one thread), because
+    one target at a time the seed's forward pass is paid by that one target. HarmoAtt-IK's ~650 k
+    weights cost ~100–110 µs a pose on session 14's machine, more than the whole LM from the home
+    configuration (~70 µs with its restarts), so network-first solves were 3× slower than no network;
+    the small MLP, 6.9 mm off on average alone, gives the LM a start as good for its purpose: on the
+    IRB120 the same median as no network (0.07 ms) and a 40 % lower p95 (0.22–0.24 against 0.38–0.39 ms),
+    22 evaluations a target against 60 (session 14, ``benchmarks/ik_bench.py``; docs/benchmarks.md).
+    Elsewhere, until one is shipped: :func:`hybrid_seed_name`'s network. The batched hybrid keeps
+    :func:`hybrid_seed_name`'s: there one forward pass serves thousands of targets and the better seed
+    saves more.
+    """
+    return "mlp_seed" if (PRETRAINED_DIR / robot / "mlp_seed.pt").is_file() else hybrid_seed_name(robot)
 
 
 def closed_loop_network_name(robot: str) -> str:

@@ -9,8 +9,10 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
   answers of :func:`~hik_sim.policies.closed_loop_extra_names` beside its own) closed on its own error by
   :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
   a target all of them miss is asked again turned about the first joint (``first_joint_turns``).
-- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK`;
-  one target a call (the controller's path), :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network.
+- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK` on
+  :func:`~hik_sim.policies.hybrid_seed_name`'s network; one target a call (the controller's path),
+  :class:`~hik_sim.solvers.ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the small
+  ``mlp_seed`` where shipped, else the same network).
 - ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
 - ``lm``: :class:`~hik_sim.solvers.ik.SingleTargetIK` without a network (the current joints, then up
   to 49 random restarts).
@@ -170,11 +172,15 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained
+        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained,
+                                      single_target_seed_name)
 
         if network is None and not shipped:
             raise NetworkNotShippedError(name, spec)
-        default = closed_loop_network_name(spec.name) if name == "closed_loop" else hybrid_seed_name(spec.name)
+        if name == "closed_loop":
+            default = closed_loop_network_name(spec.name)
+        else:  # the batched hybrid's seed, or the small one of the single-target path where shipped
+            default = hybrid_seed_name(spec.name) if batched else single_target_seed_name(spec.name)
         seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, default, device)
         if name == "closed_loop":  # a given network alone; else the shipped one with the robot's other closed-loop networks
             extra = () if network is not None else tuple(load_pretrained(spec.name, other, device)
