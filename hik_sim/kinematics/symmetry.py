@@ -85,9 +85,9 @@ class FirstJointSymmetry:
         """:meth:`move` for one pose: (3,) [m], (4,) wxyz as NumPy float64 arrays."""
         if not self.revolute:
             return pos + alpha * self.axis, quat
+        import mujoco  # here, not at import: the solvers import this module and need MuJoCo only for one pose
+
         matrix, turn = self._rotation(alpha)
-        w1, x1, y1, z1 = turn
-        w2, x2, y2, z2 = quat
-        product = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+        product = np.empty(4)
+        mujoco.mju_mulQuat(product, turn, np.asarray(quat, dtype=np.float64))
         return self.origin + matrix @ (pos - self.origin), product

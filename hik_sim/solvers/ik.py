@@ -568,28 +568,21 @@ class NeuralIK:
                 break
         return best_q, best_key, met, fk_evals
 
-    def _fast_candidates(self, target_pos: np.ndarray, target_quat: np.ndarray, turn: float = 0.0) -> np.ndarray:
-        """:meth:`_candidates` for one target (3,), (4,): (H, n)."""
+    def _fast_candidates(self, target_pos: np.ndarray, target_quat: np.ndarray, turn: float = 0.0,
+                         networks: Sequence[Any] | None = None) -> np.ndarray:
+        """:meth:`_candidates` for one target (3,), (4,): (H, n); of ``networks`` (fast networks) only, if given."""
         if turn:
             target_pos, target_quat = self._symmetry.move_one(target_pos, target_quat, -turn)
-        each = [np.atleast_2d(fast.candidates(target_pos, target_quat)) for fast in self._fast]
-        answers = each[0] if len(each) == 1 else np.concatenate(each)
-        if turn:
-            answers = answers.copy()
-            answers[:, 0] += turn
+        answers = np.concatenate([np.atleast_2d(fast.candidates(target_pos, target_quat))
+                                  for fast in (self._fast if networks is None else networks)])
+        answers[:, 0] += turn
         return np.clip(answers, *self._limits)
 
     def _fast_answer(self, head: int, goal_pos: np.ndarray, goal_quat: np.ndarray, turn: float) -> np.ndarray:
         """Answer ``head`` (n,) of the H for goal (3,), (4,), asked only of the network that owns it, turned as
         :meth:`_fast_candidates`."""
         owner, local = self._owners[head]
-        if turn:
-            goal_pos, goal_quat = self._symmetry.move_one(goal_pos, goal_quat, -turn)
-        q = np.atleast_2d(self._fast[owner].candidates(goal_pos, goal_quat))[local]
-        if turn:
-            q = q.copy()
-            q[0] += turn
-        return np.clip(q, *self._limits)
+        return self._fast_candidates(goal_pos, goal_quat, turn, (self._fast[owner],))[local]
 
     def _land(self, q: np.ndarray, target_pos: np.ndarray, target_quat: np.ndarray,
               ) -> tuple[float, bool, np.ndarray, np.ndarray]:
