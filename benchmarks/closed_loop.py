@@ -8,6 +8,8 @@ goal-shift corrections of its best answer, and with K = 5 corrections of every o
 networks (``hik_sim.policies.closed_loop_extra_names``: the one-answer HarmoAtt-IK) to that network's,
 K = 5 corrections of the best of them all, first without and then with its queries turned about the
 first joint for the targets all its answers miss (``first_joint_turns``, session 14; the row ``… turned``).
+The network alone is also measured open loop with those turned queries (K = 0, the row ``… turned`` just
+after the open-loop row, session 15): the same weights, no correction, asked up to three poses a target.
 No least-squares solver is involved; every FK is counted (the choice among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 
@@ -86,6 +88,9 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...],
     if network.hypotheses > 1 and max(corrections) > 0:
         settings.append((max(corrections), network.hypotheses))
     solvers = [(name, NeuralIK(network, chain, corrections=k, branches=branches)) for k, branches in settings]
+    if 0 in corrections and policy.first_joint_turns:  # the network alone, open loop, its misses asked again turned
+        solvers.insert(corrections.index(0) + 1, (f"{name} turned", NeuralIK(network, chain, corrections=0,
+                                                                              first_joint_turns=policy.first_joint_turns)))
     if len(policy.networks) > 1:
         solvers.append((policy_name, unturned))
     solvers.append((f"{policy_name} turned", policy))

@@ -235,8 +235,11 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     closed = _load_script("closed_loop")
     assert closed.main(["--robots", "irb120", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
-    open_loop, best, every, unturned, policy = rows  # IRB120's closed-loop network has four answers: the third row corrects all of them
-    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5), (5, 1, 5)]
+    open_loop, open_turned, best, every, unturned, policy = rows  # IRB120's closed-loop network has four answers: every third row corrects all
+    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5),
+                                                                                (5, 1, 5)]
+    assert open_turned["network"] == "harmoatt_4answers turned"  # the network alone, its misses asked again turned
+    assert open_turned["success_5mm_2deg"] > open_loop["success_5mm_2deg"] and open_turned["fk_per_target"] > 4
     assert unturned["network"] == "harmoatt_4answers + harmoatt"  # the policy: the one-answer network's answer beside the four
     assert policy["network"] == "harmoatt_4answers + harmoatt turned"  # and its turned queries
     assert policy["success_5mm_2deg"] > unturned["success_5mm_2deg"] >= best["success_5mm_2deg"]
