@@ -248,6 +248,10 @@ def markdown(tables: list[dict[str, object]], peer_rows: dict[str, list[dict[str
         r, p = table["hybrid_vs_multistart"], table["hybrid_vs_paper_multistart"]
         lines.append(f"| {table['robot']} | {-r['evals_reduction_pct']:+.1f} % | {-r['time_reduction_pct']:+.1f} % | {r['time_speedup']:.1f}× "
                      f"| {-p['evals_reduction_pct']:+.1f} % | {-p['time_reduction_pct']:+.1f} % | {p['time_speedup']:.1f}× |")
+        if "small_seed_hybrid_vs_multistart" in table:
+            r = table["small_seed_hybrid_vs_multistart"]
+            lines.append(f"| {table['robot']}, hybrid seeded by mlp_seed | {-r['evals_reduction_pct']:+.1f} % "
+                         f"| {-r['time_reduction_pct']:+.1f} % | {r['time_speedup']:.1f}× | | | |")
     lines.append(f"| paper (IRB120) | | | | −{PAPER_IRB120['evals_reduction_pct']} % | −{PAPER_IRB120['time_reduction_pct']} % | |")
     if peer_rows:
         lines += ["", "| robot | solver (one target per call) | median [ms] | p95 [ms] | success 5 mm & 2° | 1 mm & 1° | solutions / s |",

@@ -322,6 +322,10 @@ def test_ik_bench_quick_run_puts_the_hybrid_beside_multistart_and_the_single_tar
     hybrid, multistart = rows["hybrid: network + LM"], rows["multistart-10 LM"]
     assert hybrid["success_5mm_2deg"] >= 0.97 and hybrid["function_evals"] < multistart["function_evals"]
     assert table["hybrid_vs_multistart"]["evals_reduction_pct"] > 0
+    small = rows["hybrid: mlp_seed + LM"]  # the single-target seed, batched: its own row and reductions
+    assert small["success_5mm_2deg"] >= 0.97 and small["function_evals"] < multistart["function_evals"]
+    assert table["small_seed_hybrid_vs_multistart"]["evals_reduction_pct"] > 0
+    assert "| irb120, hybrid seeded by mlp_seed |" in (tmp_path / "ik_irb120.md").read_text()
     single = {row["solver"]: row for row in record["peers"]["irb120"]}
     for name in ("hik_sim single-target (mlp_seed seed → LM)", "hik_sim single-target, warm start (tracking)",
                  "hik_sim single-target, the controller's first step (home → mlp_seed seed → random restarts)",

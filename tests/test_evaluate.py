@@ -122,7 +122,7 @@ def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
     assert ours == ["network (full joint space)", "network (q6 fixed)",
                     "hybrid, paper's definition on the cycle-trained network (1 answer → LM, no restarts)",
                     "network, 4 answers (full joint space)", "hybrid: 1-answer network + LM", "hybrid: network + LM",
-                    "multistart-10 LM"]
+                    "hybrid: mlp_seed + LM", "multistart-10 LM"]
     by_name = {row["solver"]: row for row in rows}
     hybrid, multistart, paper_multistart = by_name["hybrid: network + LM"], by_name["multistart-10 LM"], by_name[PAPER_MULTISTART]
     assert hybrid["function_evals"] < multistart["function_evals"] < paper_multistart["function_evals"]
