@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +12,7 @@ from types import ModuleType
 import pytest
 import torch
 
+from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.solvers.ik import IKResult
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "kinematics_bench.py"
@@ -333,3 +335,21 @@ def test_ik_bench_quick_run_puts_the_hybrid_beside_multistart_and_the_single_tar
         assert single[name]["targets"] == 3 and single[name]["success_5mm_2deg"] == 1.0 and single[name]["median_ms"] > 0
     assert any(name.startswith("TRAC-IK") for name in single)  # measured, or reported as missing
     assert "| irb120 | hik_sim single-target, no network" in (tmp_path / "ik_irb120.md").read_text()
+
+
+def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> None:
+    study = _load_script("seed_study")
+    checkpoint = tmp_path / "irb120_seed.pt"
+    shutil.copy(PRETRAINED_DIR / "irb120" / "mlp_seed.pt", checkpoint)  # a checkpoint path is a seed too
+    argv = ["--robots", "irb120", "--seeds", "mlp_seed", str(tmp_path / "{robot}_seed.pt"), "none", "--targets", "30",
+            "--test-targets", "200", "--calls", "20", "--out", str(tmp_path)]
+    assert study.main(argv) == 0
+    shipped, from_path, none = json.loads((tmp_path / "seed_study.json").read_text())["rows"]
+    assert (shipped["seed"], from_path["seed"], none["seed"]) == ("mlp_seed", "irb120_seed", "none")
+    assert shipped["params"] == from_path["params"] > 30_000 and none["params"] == 0
+    assert shipped["alone"] == from_path["alone"] and 0 < shipped["alone"]["pos_mean_mm"] < 20  # the same weights, a real seed
+    for row in (shipped, from_path, none):
+        assert row["success_5mm_2deg"] == 1.0 and row["median_ms"] > 0 and row["evals_per_target"] >= 2
+    assert shipped["evals_per_target"] == from_path["evals_per_target"] < none["evals_per_target"]  # a seed saves the LM work
+    assert 0 < shipped["forward_us"] < 1000 and none["forward_us"] is None
+    assert "| irb120 | none | 0 | — | — |" in (tmp_path / "seed_study.md").read_text()

@@ -1,0 +1,168 @@
+"""Seed networks for the single-target LM, side by side: what each costs and what it buys.
+
+One target at a time the seed's forward pass is paid by that one target, so the seed of
+:class:`~hik_sim.solvers.ik.SingleTargetIK` (a controller's ``hybrid``) must be cheap as well as good.
+For every robot and every candidate seed (a shipped network's name, a checkpoint path, where
+``{robot}`` stands for the robot's name, or ``none``: the same LM and restarts from the home
+configuration without a network):
+
+- ``params``: the network's weights;
+- ``forward µs``: :meth:`FastIKNetwork.solve <hik_sim.learning.fast_network.FastIKNetwork.solve>`
+  on one pose, one thread, median of ``--calls`` calls cycling over the targets (after warm-up);
+- the network alone on the fixed test targets (``--test-targets``, seed 2024): mean position [mm]
+  and rotation [°] error, success at 5 mm & 2°;
+- the seeded single-target LM (``make_solver("hybrid", robot, network=seed)``; ``none``:
+  ``make_solver("lm", robot)``), network-first, one target a call on ``--targets`` reachable targets
+  (seed ``TARGET_SEED + 1``, the targets of ``ik_bench.py``'s single-target rows): median and p95
+  latency [ms], success at 5 mm & 2°, and FK + Jacobian evaluations a target (the choice among a
+  network's answers included).
+
+Every timed path runs on one thread (``torch.set_num_threads(1)``); run it on a quiet machine.
+Output: a Markdown table on stdout and in ``<out>/seed_study.md``, raw numbers in
+``<out>/seed_study.json``.
+
+Usage::
+
+    python benchmarks/seed_study.py --robots irb120 --seeds mlp_seed harmoatt none
+    python benchmarks/seed_study.py --robots irb120 g1 --seeds mlp_seed runs/seed/{robot}/harmoatt_seed.best.pt none
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+try:  # run as a script from a checkout without installing the package
+    import hik_sim  # noqa: F401
+except ImportError:  # pragma: no cover
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hik_sim.evaluation.experiments import TARGET_SEED, TEST_SEED
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.learning.checkpoint import Card, load_checkpoint
+from hik_sim.learning.data import make_eval_set
+from hik_sim.learning.fast_network import FastIKNetwork
+from hik_sim.learning.network import IKNetwork
+from hik_sim.policies import load_pretrained
+from hik_sim.robots import get_robot, robot_names
+from hik_sim.solvers.ik import REPORT_TOLERANCES
+from hik_sim.solvers.registry import make_solver
+
+NO_NETWORK = "none"
+
+
+def load_seed(robot_name: str, seed: str) -> tuple[IKNetwork, Card]:
+    """A candidate seed and its card: a shipped network's name, or a checkpoint path (``{robot}`` replaced)."""
+    if seed.endswith(".pt"):
+        return load_checkpoint(seed.format(robot=robot_name), get_robot(robot_name))
+    network = load_pretrained(robot_name, seed)
+    return network, network.card
+
+
+def forward_us(network: IKNetwork, pos: np.ndarray, quat: np.ndarray, calls: int) -> float:
+    """Median time [µs] of the fast forward pass on one pose (its choice among answers included), poses (N, 3), (N, 4)."""
+    fast = FastIKNetwork.from_network(network)
+    for i in range(min(20, len(pos))):
+        fast.solve(pos[i], quat[i])
+    times = []
+    for k in range(calls):
+        i = k % len(pos)
+        start = time.perf_counter()
+        fast.solve(pos[i], quat[i])
+        times.append(time.perf_counter() - start)
+    return 1e6 * statistics.median(times)
+
+
+def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: int) -> dict[str, Any]:
+    """One robot's row for one candidate seed (see the module's list)."""
+    robot = get_robot(robot_name)
+    chain = Chain(robot)
+    batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
+    pos, quat = batch.pos.numpy(), batch.quat.numpy()
+    label = Path(seed.format(robot=robot_name)).stem if seed.endswith(".pt") else seed
+    row: dict[str, Any] = {"robot": robot_name, "seed": label, "source": seed}
+    if seed == NO_NETWORK:
+        solver = make_solver("lm", robot)
+        row.update(params=0, forward_us=None, alone=None)
+    else:
+        network, card = load_seed(robot_name, seed)
+        solver = make_solver("hybrid", robot, network=network)
+        row.update(model=card.model, model_options=dict(card.model_options), hypotheses=network.hypotheses,
+                   params=card.parameters,
+                   training_minutes=round(card.training_seconds / 60, 1), steps=card.steps,
+                   forward_us=forward_us(network, pos, quat, calls),
+                   alone=evaluate_network(network, chain, make_eval_set(chain, TEST_SEED, test_targets)))
+    solver.solve_one(pos[0], quat[0])  # warm-up: the compiled paths are built on the first call
+    times, evals, answers = [], [], []
+    for i in range(targets):
+        start = time.perf_counter()
+        result = solver.solve_one(pos[i], quat[i])
+        times.append(time.perf_counter() - start)
+        evals.append(int(result.fk_evals[0]))
+        answers.append(result.q[0])
+    pose = chain.fk(torch.stack(answers).double())
+    met = REPORT_TOLERANCES["5mm_2deg"].met(position_error(pose.pos, batch.pos), rotation_error(pose.quat, batch.quat))
+    ms = sorted(1000 * t for t in times)
+    row.update(targets=targets, median_ms=statistics.median(ms), p95_ms=ms[int(0.95 * (len(ms) - 1))],
+               success_5mm_2deg=float(met.double().mean()), evals_per_target=statistics.fmean(evals))
+    return row
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table."""
+    lines = ["| robot | seed | params | trained [min] | forward [µs] | alone: pos / rot mean [mm / °] | alone: 5 mm & 2° "
+             "| seeded LM: median / p95 [ms] | success 5 mm & 2° | evaluations / target |",
+             "|---|---|---:|---:|---:|---|---:|---|---:|---:|"]
+    for r in rows:
+        alone = r["alone"]
+        lines.append(f"| {r['robot']} | {r['seed']} | {r['params']:,} | {r.get('training_minutes', '—')} "
+                     f"| {'—' if r['forward_us'] is None else format(r['forward_us'], '.1f')} "
+                     f"| {'—' if alone is None else format(alone['pos_mean_mm'], '.2f') + ' / ' + format(alone['rot_mean_deg'], '.2f')} "
+                     f"| {'—' if alone is None else format(100 * alone['success_5mm_2deg'], '.1f') + ' %'} "
+                     f"| {r['median_ms']:.3f} / {r['p95_ms']:.3f} | {100 * r['success_5mm_2deg']:.1f} % "
+                     f"| {r['evals_per_target']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="seed_study", description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
+    parser.add_argument("--seeds", nargs="+", default=["mlp_seed", "harmoatt", NO_NETWORK],
+                        help="shipped network names, checkpoint paths ({robot} = the robot's name) or 'none'")
+    parser.add_argument("--targets", type=int, default=1000, help="single-target solves per seed (default 1000)")
+    parser.add_argument("--test-targets", type=int, default=10_000, help="test targets for the network alone (default 10000)")
+    parser.add_argument("--calls", type=int, default=2000, help="timed forward passes per seed (default 2000)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    args = parser.parse_args(argv)
+    if min(args.targets, args.test_targets, args.calls) < 1:
+        parser.error("--targets, --test-targets and --calls must be at least 1")
+    torch.set_num_threads(1)
+    jobs = [(robot, seed) for robot in args.robots for seed in args.seeds]
+    rows = [measure(robot, seed, args.targets, args.test_targets, args.calls)
+            for robot, seed in tqdm(jobs, desc="seeds", unit="seed")]
+    table = markdown(rows)
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+    (args.out / "seed_study.json").write_text(json.dumps(record, indent=2) + "\n")
+    (args.out / "seed_study.md").write_text(table)
+    print(f"wrote {args.out / 'seed_study.json'} and {args.out / 'seed_study.md'}", file=sys.stderr)
+    return 0 if all(r["success_5mm_2deg"] > 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
