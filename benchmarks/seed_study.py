@@ -4,7 +4,7 @@ One target at a time the seed's forward pass is paid by that one target, so the 
 :class:`~hik_sim.solvers.ik.SingleTargetIK` (a controller's ``hybrid``) must be cheap as well as good.
 For every robot and every candidate seed (a shipped network's name, a checkpoint path, where
 ``{robot}`` stands for the robot's name, or ``none``: the same LM and restarts from the home
-configuration without a network):
+configuration without a network; a seed a robot lacks is skipped):
 
 - ``params``: the network's weights;
 - ``forward µs``: :meth:`FastIKNetwork.solve <hik_sim.learning.fast_network.FastIKNetwork.solve>`
@@ -56,7 +56,7 @@ from hik_sim.learning.checkpoint import Card, load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.fast_network import FastIKNetwork
 from hik_sim.learning.network import IKNetwork
-from hik_sim.policies import load_pretrained
+from hik_sim.policies import PRETRAINED_DIR, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import REPORT_TOLERANCES
 from hik_sim.solvers.registry import make_solver
@@ -70,6 +70,16 @@ def load_seed(robot_name: str, seed: str) -> tuple[IKNetwork, Card]:
         return load_checkpoint(seed.format(robot=robot_name), get_robot(robot_name))
     network = load_pretrained(robot_name, seed)
     return network, network.card
+
+
+def available(robot_name: str, seed: str) -> bool:
+    """Whether ``seed`` exists for ``robot_name`` (a shipped network or checkpoint some robots lack is skipped, and said)."""
+    if seed == NO_NETWORK:
+        return True
+    path = Path(seed.format(robot=robot_name)) if seed.endswith(".pt") else PRETRAINED_DIR / robot_name / f"{seed}.pt"
+    if not path.is_file():
+        print(f"seed_study: {robot_name} has no {seed} ({path}); skipped", file=sys.stderr)
+    return path.is_file()
 
 
 def forward_us(network: IKNetwork, pos: np.ndarray, quat: np.ndarray, calls: int) -> float:
@@ -150,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.targets, args.test_targets, args.calls) < 1:
         parser.error("--targets, --test-targets and --calls must be at least 1")
     torch.set_num_threads(1)
-    jobs = [(robot, seed) for robot in args.robots for seed in args.seeds]
+    jobs = [(robot, seed) for robot in args.robots for seed in args.seeds if available(robot, seed)]
     rows = [measure(robot, seed, args.targets, args.test_targets, args.calls)
             for robot, seed in tqdm(jobs, desc="seeds", unit="seed")]
     table = markdown(rows)

@@ -341,10 +341,10 @@ def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> 
     study = _load_script("seed_study")
     checkpoint = tmp_path / "irb120_seed.pt"
     shutil.copy(PRETRAINED_DIR / "irb120" / "mlp_seed.pt", checkpoint)  # a checkpoint path is a seed too
-    argv = ["--robots", "irb120", "--seeds", "mlp_seed", str(tmp_path / "{robot}_seed.pt"), "none", "--targets", "30",
+    argv = ["--robots", "irb120", "--seeds", "mlp_seed", str(tmp_path / "{robot}_seed.pt"), "no_such_seed", "none", "--targets", "30",
             "--test-targets", "200", "--calls", "20", "--out", str(tmp_path)]
     assert study.main(argv) == 0
-    shipped, from_path, none = json.loads((tmp_path / "seed_study.json").read_text())["rows"]
+    shipped, from_path, none = json.loads((tmp_path / "seed_study.json").read_text())["rows"]  # the missing seed skipped
     assert (shipped["seed"], from_path["seed"], none["seed"]) == ("mlp_seed", "irb120_seed", "none")
     assert shipped["params"] == from_path["params"] > 30_000 and none["params"] == 0
     assert shipped["alone"] == from_path["alone"] and 0 < shipped["alone"]["pos_mean_mm"] < 20  # the same weights, a real seed
