@@ -348,6 +348,9 @@ def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> 
     assert (shipped["seed"], from_path["seed"], none["seed"]) == ("mlp_seed", "irb120_seed", "none")
     assert shipped["params"] == from_path["params"] > 30_000 and none["params"] == 0
     assert shipped["alone"] == from_path["alone"] and 0 < shipped["alone"]["pos_mean_mm"] < 20  # the same weights, a real seed
+    turned = shipped["alone_turned"]  # asked again turned where its answer misses: never worse, one FK more at least there
+    assert turned["success_5mm_2deg"] >= shipped["alone"]["success_5mm_2deg"] and turned["fk_per_target"] > 1
+    assert none["alone_turned"] is None
     for row in (shipped, from_path, none):
         assert row["success_5mm_2deg"] == 1.0 and row["median_ms"] > 0 and row["evals_per_target"] >= 2
     assert shipped["evals_per_target"] == from_path["evals_per_target"] < none["evals_per_target"]  # a seed saves the LM work
