@@ -37,11 +37,14 @@ Usage::
     python benchmarks/learning_curves.py --robots irb120 --hypotheses 4
     python benchmarks/learning_curves.py --robots irb120 --save runs/curves  # keep the networks (and their cards)
     python benchmarks/learning_curves.py --quick                           # seconds: a smoke test
+    python benchmarks/learning_curves.py --robots panda --hypotheses 4 --curves big=runs/a.curve.csv small=runs/b.curve.csv \
+        --stem size                                                        # only plot runs trained elsewhere
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import platform
 import sys
@@ -130,6 +133,12 @@ def run_one(robot_name: str, name: str, args: argparse.Namespace) -> dict[str, A
     return run | {"hypotheses": args.hypotheses, "compiled": args.compile, "model_options": result.card.model_options}
 
 
+def read_curve(path: Path) -> list[dict[str, float]]:
+    """A trainer's validation curve (``<checkpoint>.curve.csv``) as a list of points, each column a float."""
+    with path.open(newline="") as handle:
+        return [{key: float(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
 def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float] | None:
     """The last validation at or before ``step`` (``None`` when the first came later)."""
     before = [point for point in curve if point["step"] <= step]
@@ -215,7 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     parser.add_argument("--save", type=Path, default=None, help="also keep each trained network: SAVE/<robot>/<network>.pt")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--curves", nargs="+", metavar="LABEL=CSV", default=None,
+                        help="train nothing: plot these trainer curves (python -m hik_sim.train's *.curve.csv) of one robot "
+                             "(--robots R) side by side, as <out>/<stem>_<robot>[_<H>answers].png")
+    parser.add_argument("--stem", default="learning_curves", help="file name stem of the figures (default learning_curves)")
     args = parser.parse_args(argv)
+    if args.curves is not None:
+        if len(args.robots) != 1 or any("=" not in c for c in args.curves):
+            parser.error("--curves takes LABEL=CSV pairs of one robot: give exactly one --robots")
+        args.out.mkdir(parents=True, exist_ok=True)
+        runs = [{"robot": args.robots[0], "network": label, "curve": read_curve(Path(path)), "threads": args.threads,
+                 "hypotheses": args.hypotheses} for label, path in (c.split("=", 1) for c in args.curves)]
+        for path in plot(runs, args.out, stem=args.stem):
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
     if args.minutes <= 0 or args.hypotheses < 1 or args.threads < 1 or args.targets < 1:
         parser.error("--minutes must be positive; --hypotheses, --threads and --targets at least 1")
     if args.quick:
@@ -240,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(shown)
     print(table)
     (args.out / "learning_curves.md").write_text(table)
-    for path in plot(shown, args.out):
+    for path in plot(shown, args.out, stem=args.stem):
         print(f"wrote {path}", file=sys.stderr)
     print(f"wrote {record_path} and {args.out / 'learning_curves.md'}", file=sys.stderr)
     return 0

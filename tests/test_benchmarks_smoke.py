@@ -356,3 +356,19 @@ def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> 
     assert shipped["evals_per_target"] == from_path["evals_per_target"] < none["evals_per_target"]  # a seed saves the LM work
     assert 0 < shipped["forward_us"] < 1000 and none["forward_us"] is None
     assert "| irb120 | none | 0 | — | — |" in (tmp_path / "seed_study.md").read_text()
+
+
+def test_learning_curves_plots_curves_trained_elsewhere_side_by_side(tmp_path: Path) -> None:
+    curves = _load_script("learning_curves")
+    header = "step,elapsed_s,pos_mean_mm,rot_mean_deg,success_5mm_2deg\n"
+    (tmp_path / "a.curve.csv").write_text(header + "1000,30,20.0,8.0,0.0\n2000,60,12.0,5.0,0.05\n")
+    (tmp_path / "b.curve.csv").write_text(header + "1000,10,25.0,9.0,0.0\n3000,30,9.0,4.0,0.1\n")
+    assert curves.read_curve(tmp_path / "b.curve.csv")[1] == {"step": 3000.0, "elapsed_s": 30.0, "pos_mean_mm": 9.0,
+                                                              "rot_mean_deg": 4.0, "success_5mm_2deg": 0.1}
+    argv = ["--robots", "panda", "--hypotheses", "4", "--curves", f"big={tmp_path / 'a.curve.csv'}",
+            f"small={tmp_path / 'b.curve.csv'}", "--stem", "size", "--out", str(tmp_path / "out")]
+    assert curves.main(argv) == 0
+    assert (tmp_path / "out" / "size_panda_4answers.png").stat().st_size > 10_000
+    assert not (tmp_path / "out" / "learning_curves.json").exists()  # nothing trained
+    with pytest.raises(SystemExit):
+        curves.main(["--robots", "panda", "irb120", "--curves", f"big={tmp_path / 'a.curve.csv'}"])  # one robot's curves
