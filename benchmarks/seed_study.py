@@ -6,7 +6,7 @@ For every robot and every candidate seed (a shipped network's name, a checkpoint
 ``{robot}`` stands for the robot's name, or ``none``: the same LM and restarts from the home
 configuration without a network; a seed a robot lacks is skipped):
 
-- ``params``: the network's weights;
+- ``params``: the network's weights; ``trained``: its training time over its lineage (continuations included);
 - ``forward µs``: :meth:`FastIKNetwork.solve <hik_sim.learning.fast_network.FastIKNetwork.solve>`
   on one pose, one thread, median of ``--calls`` calls cycling over the targets (after warm-up);
 - the network alone on the fixed test targets (``--test-targets``, seed 2024): mean position [mm]
@@ -118,7 +118,8 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
     chain = Chain(robot)
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     pos, quat = batch.pos.numpy(), batch.quat.numpy()
-    label = Path(seed.format(robot=robot_name)).stem if seed.endswith(".pt") else seed
+    path = Path(seed.format(robot=robot_name))
+    label = f"{path.parent.name}/{path.stem}" if seed.endswith(".pt") else seed
     row: dict[str, Any] = {"robot": robot_name, "seed": label, "source": seed}
     if seed == NO_NETWORK:
         solver = make_solver("lm", robot)
@@ -128,7 +129,7 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
         solver = make_solver("hybrid", robot, network=network)
         row.update(model=card.model, model_options=dict(card.model_options), hypotheses=network.hypotheses,
                    params=card.parameters,
-                   training_minutes=round(card.training_seconds / 60, 1), steps=card.steps,
+                   training_minutes=round(card.total_training_seconds / 60, 1), steps=card.total_steps,
                    forward_us=forward_us(network, pos, quat, calls),
                    **alone(network, chain, test_targets))
     solver.solve_one(pos[0], quat[0])  # warm-up: the compiled paths are built on the first call

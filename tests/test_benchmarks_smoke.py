@@ -345,7 +345,7 @@ def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> 
             "--test-targets", "200", "--calls", "20", "--out", str(tmp_path)]
     assert study.main(argv) == 0
     shipped, from_path, none = json.loads((tmp_path / "seed_study.json").read_text())["rows"]  # the missing seed skipped
-    assert (shipped["seed"], from_path["seed"], none["seed"]) == ("mlp_seed", "irb120_seed", "none")
+    assert (shipped["seed"], from_path["seed"], none["seed"]) == ("mlp_seed", f"{tmp_path.name}/irb120_seed", "none")
     assert shipped["params"] == from_path["params"] > 30_000 and none["params"] == 0
     assert shipped["alone"] == from_path["alone"] and 0 < shipped["alone"]["pos_mean_mm"] < 20  # the same weights, a real seed
     turned = shipped["alone_turned"]  # asked again turned where its answer misses: never worse, one FK more at least there
