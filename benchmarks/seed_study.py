@@ -138,7 +138,7 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
         start = time.perf_counter()
         result = solver.solve_one(pos[i], quat[i])
         times.append(time.perf_counter() - start)
-        evals.append(int(result.fk_evals[0]))
+        evals.append(int(result.function_evals[0]))  # FK + Jacobian, the hybrid-IK paper's count
         answers.append(result.q[0])
     pose = chain.fk(torch.stack(answers).double())
     met = REPORT_TOLERANCES["5mm_2deg"].met(position_error(pose.pos, batch.pos), rotation_error(pose.quat, batch.quat))
@@ -154,11 +154,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              "| alone, turned: 5 mm & 2° | seeded LM: median / p95 [ms] | success 5 mm & 2° | evaluations / target |",
              "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|"]
     for r in rows:
-        alone, turned = r["alone"], r["alone_turned"]
+        plain, turned = r["alone"], r["alone_turned"]
         lines.append(f"| {r['robot']} | {r['seed']} | {r['params']:,} | {r.get('training_minutes', '—')} "
                      f"| {'—' if r['forward_us'] is None else format(r['forward_us'], '.1f')} "
-                     f"| {'—' if alone is None else format(alone['pos_mean_mm'], '.2f') + ' / ' + format(alone['rot_mean_deg'], '.2f')} "
-                     f"| {'—' if alone is None else format(100 * alone['success_5mm_2deg'], '.1f') + ' %'} "
+                     f"| {'—' if plain is None else format(plain['pos_mean_mm'], '.2f') + ' / ' + format(plain['rot_mean_deg'], '.2f')} "
+                     f"| {'—' if plain is None else format(100 * plain['success_5mm_2deg'], '.1f') + ' %'} "
                      f"| {'—' if turned is None else format(100 * turned['success_5mm_2deg'], '.1f') + ' %'} "
                      f"| {r['median_ms']:.3f} / {r['p95_ms']:.3f} | {100 * r['success_5mm_2deg']:.1f} % "
                      f"| {r['evals_per_target']:.1f} |")
