@@ -107,7 +107,7 @@ def test_the_irb120s_single_target_lm_is_seeded_by_a_small_mlp_that_saves_evalua
     from hik_sim.solvers.registry import make_solver
 
     assert single_target_seed_name("irb120") == "mlp_seed" and hybrid_seed_name("irb120") == "harmoatt_4answers"
-    assert single_target_seed_name("jvrc1") == hybrid_seed_name("jvrc1")  # none shipped there: the hybrid's seed
+    assert single_target_seed_name("a_robot_without_one") == hybrid_seed_name("a_robot_without_one")  # else the hybrid's seed
     seed = load_pretrained("irb120", "mlp_seed")
     assert seed.card.parameters < 50_000 and seed.hypotheses == 1 and FastIKNetwork.from_network(seed) is not None
     chain = Chain(robot_by_id("irb120"))
