@@ -59,10 +59,10 @@ from hik_sim.learning.checkpoint import Card, load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.fast_network import FastIKNetwork
 from hik_sim.learning.network import IKNetwork
-from hik_sim.policies import PRETRAINED_DIR, load_pretrained
+from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import REPORT_TOLERANCES, NeuralIK
-from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.registry import make_solver, shipped_networks
 
 NO_NETWORK = "none"
 
@@ -79,10 +79,11 @@ def available(robot_name: str, seed: str) -> bool:
     """Whether ``seed`` exists for ``robot_name`` (a shipped network or checkpoint some robots lack is skipped, and said)."""
     if seed == NO_NETWORK:
         return True
-    path = Path(seed.format(robot=robot_name)) if seed.endswith(".pt") else PRETRAINED_DIR / robot_name / f"{seed}.pt"
-    if not path.is_file():
-        print(f"seed_study: {robot_name} has no {seed} ({path}); skipped", file=sys.stderr)
-    return path.is_file()
+    exists = (Path(seed.format(robot=robot_name)).is_file() if seed.endswith(".pt")
+              else seed in shipped_networks(get_robot(robot_name)))
+    if not exists:
+        print(f"seed_study: {robot_name} has no {seed}; skipped", file=sys.stderr)
+    return exists
 
 
 def forward_us(network: IKNetwork, pos: np.ndarray, quat: np.ndarray, calls: int) -> float:
