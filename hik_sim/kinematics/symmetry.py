@@ -11,6 +11,10 @@ is an answer for T, as exact as the answer it came from.
 the middle of the first joint's range when the pose itself needs that joint near a limit, where
 networks answer worst (the G1's shoulder pitch spans 5.76 rad; its two limits are 0.52 rad apart
 the short way round, and every answer near either saturates; docs/networks.md).
+:class:`~hik_sim.learning.network.IKNetwork` with ``canonical_turn`` uses it to take the turn out of
+a network's input altogether: every pose is turned about the axis until its position lies in one
+half-plane through it (:meth:`FirstJointSymmetry.azimuth`, :meth:`FirstJointSymmetry.move_each`), and
+the turn is added back to the answer's first joint.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ class FirstJointSymmetry:
         self.span = float(chain.robot.upper[0] - chain.robot.lower[0])
         """Range of the first joint [rad or m]."""
         self._rotations: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+        reference = np.eye(3)[int(np.argmin(np.abs(self.axis)))]  # the base axis least aligned with the joint's
+        u = reference - (reference @ self.axis) * self.axis
+        self.reference = u / np.linalg.norm(u)
+        """(3,) unit vector ⊥ ``axis``: the direction of azimuth 0 (base frame)."""
 
     @property
     def default_turns(self) -> tuple[float, float]:
@@ -80,6 +88,31 @@ class FirstJointSymmetry:
         origin = pos.new_tensor(self.origin)
         moved = origin + (pos - origin) @ pos.new_tensor(matrix).T
         return moved, quaternion_multiply(quat.new_tensor(turn).expand_as(quat), quat)
+
+    def azimuth(self, pos: torch.Tensor) -> torch.Tensor:
+        """Positions (B, 3) [m] → (B,) their angle [rad, in (−π, π]] about the axis, from :attr:`reference`.
+
+        Turning a pose by ``−azimuth`` (:meth:`move_each`) puts its position in the half-plane of
+        ``reference`` (on the axis itself, where the angle is undefined, atan2(0, 0) = 0: no turn).
+        A revolute first joint only.
+        """
+        offset = pos - pos.new_tensor(self.origin)
+        u = pos.new_tensor(self.reference)
+        v = torch.linalg.cross(pos.new_tensor(self.axis).expand_as(offset), u.expand_as(offset))
+        return torch.atan2((offset * v).sum(-1), (offset * u).sum(-1))
+
+    def move_each(self, pos: torch.Tensor, quat: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``M(α_b)`` applied to each pose b: positions (B, 3) [m], orientations (B, 4) wxyz, turns (B,) [rad]
+        → moved poses of the same shapes and dtype (Rodrigues' formula; a revolute first joint)."""
+        axis = pos.new_tensor(self.axis)
+        origin = pos.new_tensor(self.origin)
+        offset = pos - origin
+        cos, sin = torch.cos(alpha)[:, None], torch.sin(alpha)[:, None]
+        along = (offset @ axis)[:, None] * axis
+        moved = origin + offset * cos + torch.linalg.cross(axis.expand_as(offset), offset) * sin + along * (1 - cos)
+        half = alpha[:, None] / 2
+        turn = torch.cat((torch.cos(half), torch.sin(half) * axis), dim=-1)
+        return moved, quaternion_multiply(turn, quat)
 
     def move_one(self, pos: np.ndarray, quat: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`move` for one pose: (3,) [m], (4,) wxyz as NumPy float64 arrays."""

@@ -256,7 +256,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
     chain = None
     assert card.hypotheses is not None  # Card.__post_init__ fills it in
-    if card.hypotheses > 1:  # it chooses among its answers by FK
+    if card.hypotheses > 1 or card.model_options.get("canonical_turn", False):  # it chooses among answers by FK; turns poses
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
                         JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)

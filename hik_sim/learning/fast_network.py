@@ -171,6 +171,7 @@ class FastIKNetwork:
         self._pos_span = np.asarray(pos_max, dtype=np.float64) - self._pos_min
         self._x = np.empty(7)
         self._ranked: Ranked | None = None  # answers, their choice and the network in one compiled call (numba, H > 1)
+        self._turn: _CanonicalTurn | None = None  # set by from_network for a canonical_turn network
         if parts.ranked is not None and geometry is not None and hypotheses > 1:
             from hik_sim.learning.network import CHOICE_TOLERANCE  # torch is loaded: the caller handed us a network
 
@@ -228,6 +229,11 @@ class FastIKNetwork:
         lower, upper = _limits(network, kinematics)
         free = selection.free_index
         limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
+        turn = None
+        if network.symmetry is not None:  # the model answers for the canonical pose: its first joint spans the limits ± π
+            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]))
+            limits[0][0] -= math.pi
+            limits[1][0] += math.pi
         normalizer = network.normalizer
         pos_min, pos_max = _array(normalizer.pos_min), _array(normalizer.pos_max)
         model = network.model
@@ -241,8 +247,11 @@ class FastIKNetwork:
         for i, name in enumerate(selection.joint_names):
             if name in selection.fixed:
                 template[i] = float(selection.fixed[name])
-        return cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
+        fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
                    kinematics if hypotheses > 1 else None, geometry)
+        if turn is not None:  # the compiled choice would rank answers before the turn is added back and clamped
+            fast._turn, fast._ranked = turn, None
+        return fast
 
     @staticmethod
     def _arrays(pos: Any, quat: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -310,6 +319,16 @@ class FastIKNetwork:
 
     def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         """(H, m) clamped free-joint answers of a pose whose shapes are checked."""
+        if self._turn is not None:
+            self._input(pos, quat)  # the checks (finite, non-zero quaternion, distance) on the pose as given
+            canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
+            free = self._answers(canonical_pos, canonical_quat)
+            free[:, 0] = self._turn.back(free[:, 0], azimuth)
+            return free
+        return self._answers(pos, quat)
+
+    def _answers(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """(H, m) free-joint answers of the model for a pose, clamped to the model's limits."""
         if self._fused is not None:
             status, free = self._fused(pos, quat)
             if status:
@@ -433,6 +452,47 @@ class FastIKNetwork:
         if status:
             raise self._bad_pose(status, pos, quat)
         return answers, scores, best
+
+
+class _CanonicalTurn:
+    """The first joint's turn taken out of a ``canonical_turn`` network's input and added back to its answers,
+    in float64 NumPy as :class:`~hik_sim.learning.network.IKNetwork` does it in torch.
+
+    Args:
+        symmetry: the chain's :class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry` (revolute).
+        lower: the first joint's lower limit [rad].
+        upper: its upper limit [rad].
+    """
+
+    def __init__(self, symmetry: Any, lower: float, upper: float) -> None:
+        self.axis = np.asarray(symmetry.axis, dtype=np.float64)
+        self.origin = np.asarray(symmetry.origin, dtype=np.float64)
+        self.u = np.asarray(symmetry.reference, dtype=np.float64)
+        self.v = np.cross(self.axis, self.u)
+        self.lower, self.upper = lower, upper
+
+    def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """A pose (3,) [m], (4,) wxyz → the pose turned by −azimuth about the axis, and the azimuth [rad]."""
+        offset = pos - self.origin
+        azimuth = math.atan2(float(offset @ self.v), float(offset @ self.u))
+        cos, sin = math.cos(azimuth), math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
+        along = float(offset @ self.axis)
+        moved = self.origin + offset * cos - np.cross(self.axis, offset) * sin + self.axis * (along * (1.0 - cos))
+        w, x, y, z = math.cos(azimuth / 2), *(-math.sin(azimuth / 2) * self.axis)
+        qw, qx, qy, qz = (float(v) for v in quat)
+        turned = np.array([w * qw - x * qx - y * qy - z * qz, w * qx + x * qw + y * qz - z * qy,
+                           w * qy - x * qz + y * qw + z * qx, w * qz + x * qy - y * qx + z * qw])
+        return moved, turned, azimuth
+
+    def back(self, first: np.ndarray, azimuth: float) -> np.ndarray:
+        """Canonical first-joint values (H,) [rad] → the pose's own: + azimuth, wrapped into
+        ``[lower, lower + 2π)``, a value beyond ``upper`` moved to the nearer limit round the circle."""
+        wrapped = self.lower + np.mod(first + azimuth - self.lower, 2 * math.pi)
+        beyond = wrapped > self.upper
+        if beyond.any():
+            nearer_upper = wrapped - self.upper <= self.lower + 2 * math.pi - wrapped
+            wrapped = np.where(beyond, np.where(nearer_upper, self.upper, self.lower), wrapped)
+        return wrapped
 
 
 Ranked = Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray, np.ndarray, int]]

@@ -6,6 +6,14 @@ chain configuration, inside the joint limits by construction. A model with sever
 proposes H answers; the network answers with the one whose forward kinematics lands closest to the
 target (position error / 5 mm + rotation error / 2°, the success tolerances), so it needs the
 robot's :class:`~hik_sim.kinematics.chain.Chain`.
+
+With the option ``canonical_turn`` (``--model-option canonical_turn=true``) the network is
+equivariant to the first joint's turn by construction: a target is turned about the first joint's
+axis until its position lies in one half-plane (:class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry`),
+the model answers for that canonical pose, and the turn is added back to the answer's first joint
+(wrapped into the joint's range; the part of the circle outside a joint's range is clamped to the
+nearer limit once the network is not training). The model sees one input dimension fewer and
+never sees the first joint's limits; its first output spans the limits widened by π either way.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from torch import nn
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import ModelError
 from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.symmetry import FirstJointSymmetry
 from hik_sim.learning.losses import geodesic_angle
 from hik_sim.learning.models import IKOutput, LimitHead, build_model
 from hik_sim.kinematics.tolerances import SUCCESS
@@ -28,7 +37,10 @@ from hik_sim.kinematics.tolerances import SUCCESS
 if TYPE_CHECKING:
     from hik_sim.learning.checkpoint import Card
 
-__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "as_targets"]
+__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "as_targets"]
+
+CANONICAL_TURN = "canonical_turn"
+"""The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
 
 CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
@@ -100,11 +112,13 @@ class IKNetwork(nn.Module):
         upper: (n,) upper limits.
         normalizer: the input normalisation.
         selection: which joints are fixed (the model outputs the free ones).
-        model_options: the model's constructor arguments.
-        chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1.
+        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN` (not passed on).
+        chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1, and for
+            ``canonical_turn``.
 
     Raises:
-        HikError: a model with several hypotheses and no chain.
+        HikError: a model with several hypotheses and no chain; ``canonical_turn`` not a bool, without
+            a chain, or for a chain whose first joint is prismatic or fixed.
     """
 
     card: Card  # set by the loaders (load_pretrained, make_solver) on a network read from a checkpoint; absent otherwise
@@ -117,7 +131,23 @@ class IKNetwork(nn.Module):
         self.model_options = dict(model_options or {})
         self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
         index = selection.free_index
-        self.model = build_model(kind, lower[index], upper[index], **self.model_options)
+        options = {k: v for k, v in self.model_options.items() if k != CANONICAL_TURN}
+        canonical = self.model_options.get(CANONICAL_TURN, False)
+        if not isinstance(canonical, bool):
+            raise ModelError(f"{CANONICAL_TURN} must be true or false, got {canonical!r}")
+        self.canonical_turn = canonical
+        self.symmetry: FirstJointSymmetry | None = None
+        model_lower, model_upper = lower[index].clone(), upper[index].clone()
+        if canonical:
+            if chain is None:
+                raise ModelError(f"a network with {CANONICAL_TURN} needs the robot's chain (its first joint's axis)")
+            self.symmetry = FirstJointSymmetry(chain)
+            if not self.symmetry.revolute or len(index) == 0 or index[0] != 0:
+                raise ModelError(f"{CANONICAL_TURN} needs a revolute first joint that the network answers for; "
+                                 f"{chain.joint_names[0]!r} is {'fixed' if index[0:1] != [0] else 'prismatic'}")
+            model_lower[0] -= math.pi  # the canonical first joint q₁ − azimuth: anywhere in the limits ± π
+            model_upper[0] += math.pi
+        self.model = build_model(kind, model_lower, model_upper, **options)
         self.normalizer = normalizer
         head = self.model.head
         assert isinstance(head, LimitHead)  # every model of build_model answers through one
@@ -143,7 +173,11 @@ class IKNetwork(nn.Module):
         if values_checked and bool((zero := quat.norm(dim=-1) < 1e-9).any()):
             raise ModelError(f"target quaternions must be non-zero (rows {torch.nonzero(zero).flatten().tolist()[:10]} are zero); "
                            "give unit quaternions (w, x, y, z)")
-        out = self.model(self.normalizer(pos, quat))
+        if self.symmetry is None:
+            out = self.model(self.normalizer(pos, quat))
+        else:
+            azimuth = self.symmetry.azimuth(pos)
+            out = self._turn_back(self.model(self.normalizer(*self.symmetry.move_each(pos, quat, -azimuth))), azimuth)
         if out.candidates is None:
             return out._replace(q=self.selection.expand(out.q))
         batch, hypotheses, free = out.candidates.shape
@@ -151,6 +185,22 @@ class IKNetwork(nn.Module):
         if not choose:
             return out._replace(q=candidates[:, 0], candidates=candidates)
         return out._replace(q=self.choose(candidates, pos, quat), candidates=candidates)
+
+    def _turn_back(self, out: IKOutput, azimuth: torch.Tensor) -> IKOutput:
+        """The canonical pose's answers with the turn (B,) [rad] added back to the first joint, wrapped into
+        ``[lower, lower + 2π)``; out of training, a value beyond the upper limit goes to the nearer limit."""
+        lower, upper = self.lower[0], self.upper[0]
+
+        def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
+            turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
+            first = lower + torch.remainder(q[..., 0] - lower + turn, 2 * math.pi)
+            if not self.training:  # beyond the upper limit: the nearer limit round the circle
+                first = torch.where(first <= upper, first,
+                                    torch.where(first - upper <= lower + 2 * math.pi - first, first.new_tensor(upper),
+                                                first.new_tensor(lower)))
+            return torch.cat((first[..., None], q[..., 1:]), dim=-1)
+
+        return out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
 
     def choose(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         """The candidate (B, H, n) → (B, n) whose FK reaches the target (B, 3), (B, 4) best."""

@@ -1,0 +1,152 @@
+"""Networks with ``canonical_turn``: the first joint's turn taken out of the input (hik_sim.learning.network).
+
+Such a network is equivariant to the turn by construction: asked about a pose turned by α about the
+first joint's axis, it answers with the same joints and α added to the first one (within the
+limits). Checked on every registered robot with real forward kinematics, through training, the
+checkpoint and the fast forward pass.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import ALL_ROBOTS, robot_by_id
+
+from hik_sim.errors import HikError
+from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.kinematics.symmetry import FirstJointSymmetry
+from hik_sim.learning.checkpoint import load_checkpoint
+from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
+from hik_sim.learning.fast_network import FastIKNetwork, numba_available
+from hik_sim.learning.network import IKNetwork
+from hik_sim.learning.train import TrainConfig, train
+
+SMALL = {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8, "feed_forward": 16}
+
+
+def _network(chain: Chain, options: dict, fixed: dict | None = None, seed: int = 0, scale: float = 0.05) -> IKNetwork:
+    """A freshly built float64 network, every weight perturbed away from its initial value (not so far that
+    its first joint saturates at a limit of its widened range)."""
+    selection = JointSelection.for_chain(chain, fixed or {})
+    lower, upper = chain.limits(torch.float32)
+    network = IKNetwork("harmoatt", lower, upper, PoseNormalizer.measure(chain, selection, samples=2000), selection,
+                        options, chain)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
+    return network.double().eval()
+
+
+@pytest.mark.parametrize("robot_id", ALL_ROBOTS)
+def test_the_canonical_pose_lies_in_one_half_plane_and_is_the_first_joint_turned_back(robot_id: str) -> None:
+    chain = Chain(robot_by_id(robot_id))
+    symmetry = FirstJointSymmetry(chain)
+    q = chain.sample(100, torch.Generator().manual_seed(4), torch.float64)
+    reached = chain.fk(q)
+    azimuth = symmetry.azimuth(reached.pos)
+    pos, quat = symmetry.move_each(reached.pos, reached.quat, -azimuth)
+    assert float(symmetry.azimuth(pos).abs().max()) < 1e-9  # azimuth 0 after the turn
+    turned = q.clone()
+    turned[:, 0] -= azimuth  # the first joint turned back by each pose's own azimuth
+    exact = chain.fk(turned)
+    assert float(position_error(pos, exact.pos).max()) < 1e-12
+    assert float(rotation_error(quat, exact.quat).max()) < 1e-7
+    offset = pos - torch.as_tensor(symmetry.origin)
+    assert float((offset @ torch.as_tensor(symmetry.reference)).min()) >= 0  # the reference's half, not its opposite
+
+
+@pytest.mark.parametrize("robot_id", ALL_ROBOTS)
+def test_a_canonical_network_answers_turned_poses_with_the_turn_added_to_its_first_joint(robot_id: str) -> None:
+    chain = Chain(robot_by_id(robot_id))
+    network = _network(chain, {**SMALL, "hypotheses": 2, "canonical_turn": True})
+    symmetry = FirstJointSymmetry(chain)
+    targets = make_eval_set(chain, 8, 200).batch
+    lower, upper = network.lower[0], network.upper[0]  # the limits it was built with (float32 values, as every network's)
+    before = network.candidates(targets.pos, targets.quat)
+    for alpha in (0.25 * symmetry.span, -0.2 * symmetry.span):  # turns that keep some answers inside narrow ranges
+        after = network.candidates(*symmetry.move_each(targets.pos, targets.quat, torch.full((200,), alpha, dtype=torch.float64)))
+        assert float((after[..., 1:] - before[..., 1:]).abs().max()) < 1e-9  # the other joints do not change
+        shift = torch.remainder(after[..., 0] - before[..., 0] - alpha + math.pi, 2 * math.pi) - math.pi
+        inside = (before[..., 0] > lower + 1e-9) & (before[..., 0] < upper - 1e-9) & (after[..., 0] > lower + 1e-9) \
+            & (after[..., 0] < upper - 1e-9)  # not clamped at a limit either time
+        assert bool(inside.any()) and float(shift[inside].abs().max()) < 1e-9
+        assert bool((after[..., 0] >= lower).all()) and bool((after[..., 0] <= upper).all())
+
+
+def test_poses_on_the_axis_and_far_round_it_stay_finite_and_inside_the_limits() -> None:
+    chain = Chain(robot_by_id("panda"))
+    network = _network(chain, {**SMALL, "hypotheses": 3, "canonical_turn": True})
+    symmetry = FirstJointSymmetry(chain)
+    on_axis = torch.as_tensor(symmetry.origin) + torch.as_tensor(symmetry.axis) * torch.tensor([[0.0], [0.2], [-0.3]])
+    behind = torch.tensor([[-0.5, 1e-12, 0.4], [-0.5, -1e-12, 0.4], [-0.5, 0.0, 0.4]])  # azimuth ±π: both ends of the range
+    pos = torch.cat((on_axis, behind)).double()
+    quat = torch.tensor([[0.9, 0.1, 0.3, -0.2]]).double().expand(6, 4)  # w stays away from 0 when turned by π
+    answers = network.candidates(pos, quat)
+    lower, upper = torch.tensor(network.lower), torch.tensor(network.upper)
+    assert bool(torch.isfinite(answers).all())
+    assert bool(((answers >= lower) & (answers <= upper)).all())
+    # the two sides of azimuth π are the same pose up to 2e-12 m: same answer up to the wrap and the clamp
+    assert float((answers[3, :, 1:] - answers[4, :, 1:]).abs().max()) < 1e-6
+
+
+def test_bad_canonical_turn_options_are_hik_errors() -> None:
+    chain = Chain(robot_by_id("irb120"))
+    selection = JointSelection.for_chain(chain)
+    lower, upper = chain.limits(torch.float32)
+    normalizer = PoseNormalizer.measure(chain, selection, samples=500)
+    with pytest.raises(HikError, match="canonical_turn must be true or false"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": "yes"}, chain)
+    with pytest.raises(HikError, match="needs the robot's chain"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": True})
+    fixed = JointSelection.for_chain(chain, {"joint_1": 0.0})
+    with pytest.raises(HikError, match="revolute first joint.*'joint_1' is fixed"):
+        IKNetwork("mlp", lower, upper, normalizer, fixed, {"canonical_turn": True}, chain)
+
+
+def test_a_canonical_network_trains_round_trips_and_resumes(tmp_path) -> None:  # noqa: ANN001
+    robot = robot_by_id("irb120")
+    path = tmp_path / "turn.pt"
+    options = tuple(SMALL.items()) + (("hypotheses", 2), ("canonical_turn", True))
+    config = TrainConfig(model="harmoatt", steps=60, batch=128, lr=3e-3, warmup_steps=5, model_options=options,
+                         eval_size=256, eval_every=30, normalizer_samples=5000, device="cpu")
+    result = train(robot, config, out=path, progress=False)
+    assert result.history[-1]["pos_mean_mm"] < result.history[0]["pos_mean_mm"]
+    assert result.card.model_options["canonical_turn"] is True
+    chain = Chain(robot)
+    targets = make_eval_set(chain, 5, 100).batch
+    loaded, card = load_checkpoint(path)
+    assert loaded.canonical_turn and card.model_options["canonical_turn"] is True
+    assert torch.equal(loaded.solve(targets.pos, targets.quat), result.network.solve(targets.pos, targets.quat))
+
+
+BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("robot_id", ["irb120", "g1"])
+@pytest.mark.parametrize("kind", ["harmoatt", "mlp"])
+def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id: str, kind: str, backend: str) -> None:
+    chain = Chain(robot_by_id(robot_id))
+    options = {**(SMALL if kind == "harmoatt" else {"hidden": 24, "layers": 2}), "hypotheses": 3, "canonical_turn": True}
+    selection = JointSelection.for_chain(chain)
+    lower, upper = chain.limits(torch.float32)
+    network = IKNetwork(kind, lower, upper, PoseNormalizer.measure(chain, selection, samples=2000), selection, options, chain)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(0.3 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)))
+    network.eval()
+    targets = make_eval_set(chain, 3, 100).batch
+    reference = copy.deepcopy(network).double()
+    want = reference.solve_all(targets.pos, targets.quat).numpy()
+    fast = FastIKNetwork.from_network(network, backend=backend)
+    got = np.stack([fast.solve_all(p, q) for p, q in zip(targets.pos.numpy(), targets.quat.numpy())])
+    assert np.abs(got - want).max() < 1e-5
+    assert ((got >= np.asarray(chain.robot.lower)) & (got <= np.asarray(chain.robot.upper))).all()
+    with pytest.raises(HikError, match="finite"):
+        fast.solve(np.array([np.nan, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
