@@ -150,3 +150,23 @@ def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id
     assert ((got >= np.asarray(chain.robot.lower)) & (got <= np.asarray(chain.robot.upper))).all()
     with pytest.raises(HikError, match="finite"):
         fast.solve(np.array([np.nan, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_the_closed_loop_policy_asks_a_canonical_network_no_turned_queries() -> None:
+    from hik_sim.solvers.ik import NeuralIK
+    from hik_sim.solvers.registry import make_solver
+
+    robot = robot_by_id("irb120")
+    chain = Chain(robot)
+    canonical = _network(chain, {**SMALL, "hypotheses": 2, "canonical_turn": True}).float()
+    plain = _network(chain, {**SMALL, "hypotheses": 2}).float()
+    policy = make_solver("closed_loop", robot, network=canonical)
+    assert isinstance(policy, NeuralIK) and policy.first_joint_turns == ()
+    assert make_solver("closed_loop", robot, network=plain).first_joint_turns == FirstJointSymmetry(chain).default_turns
+    targets = make_eval_set(chain, 6, 40).batch
+    result = policy.solve(targets.pos, targets.quat)  # its corrections run on the canonical network's answers
+    lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
+    assert np.isfinite(result.q.numpy()).all() and ((result.q.numpy() >= lower) & (result.q.numpy() <= upper)).all()
+    reached = chain.fk(result.q.double())
+    assert torch.equal(result.success, (position_error(reached.pos, targets.pos) < 0.005)
+                       & (rotation_error(reached.quat, targets.quat) < math.radians(2)))

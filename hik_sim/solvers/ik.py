@@ -240,7 +240,8 @@ CLOSED_LOOP_NEAREST_FIRST = True
 CLOSED_LOOP_FIRST_JOINT_TURNS = True
 """The ``closed_loop`` policy asks again, turned about the first joint, for the targets its plain
 answers miss (:class:`NeuralIK` ``first_joint_turns``, :attr:`FirstJointSymmetry.default_turns
-<hik_sim.kinematics.symmetry.FirstJointSymmetry.default_turns>`): session 14, docs/networks.md."""
+<hik_sim.kinematics.symmetry.FirstJointSymmetry.default_turns>`): session 14, docs/networks.md. Not when
+every network has ``canonical_turn``: those answer a turned pose with their own answer turned."""
 _OUTSIDE = 1e6
 """Added to the score of an answer outside the tolerance when ranking (scores stay below 10⁴: a few
 metres over 5 mm, π over 2°), so that any answer within the tolerance ranks first."""

@@ -185,7 +185,9 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         if name == "closed_loop":  # a given network alone; else the shipped one with the robot's other closed-loop networks
             extra = () if network is not None else tuple(load_pretrained(spec.name, other, device)
                                                          for other in closed_loop_extra_names(spec.name))
-            turns = FirstJointSymmetry(chain).default_turns if CLOSED_LOOP_FIRST_JOINT_TURNS else ()
+            # a network with canonical_turn answers a turned pose with its own answer turned: asking again is no help
+            turned_helps = not all(getattr(n, "canonical_turn", False) for n in (seed, *extra))
+            turns = FirstJointSymmetry(chain).default_turns if CLOSED_LOOP_FIRST_JOINT_TURNS and turned_helps else ()
             return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES,
                             nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra, first_joint_turns=turns)
         return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
