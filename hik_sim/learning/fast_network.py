@@ -231,7 +231,7 @@ class FastIKNetwork:
         limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
         turn = None
         if network.symmetry is not None:  # the model answers for the canonical pose: its first joint spans the limits ± π
-            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]))
+            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=False)
             limits[0][0] -= math.pi
             limits[1][0] += math.pi
         normalizer = network.normalizer
@@ -249,8 +249,9 @@ class FastIKNetwork:
                 template[i] = float(selection.fixed[name])
         fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
                    kinematics if hypotheses > 1 else None, geometry)
-        if turn is not None:  # the compiled choice would rank answers before the turn is added back and clamped
-            fast._turn, fast._ranked = turn, None
+        if turn is not None:
+            turn.compiled = backend == "numba"
+            fast._turn = turn
         return fast
 
     @staticmethod
@@ -320,23 +321,25 @@ class FastIKNetwork:
     def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         """(H, m) clamped free-joint answers of a pose whose shapes are checked."""
         if self._turn is not None:
-            self._input(pos, quat)  # the checks (finite, non-zero quaternion, distance) on the pose as given
-            canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
-            free = self._answers(canonical_pos, canonical_quat)
-            free[:, 0] = self._turn.back(free[:, 0], azimuth)
+            status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
+            if status:
+                raise self._bad_pose(status, pos, quat)
+            free = self._answers(canonical_pos, canonical_quat, (pos, quat))
+            self._turn.back(free, azimuth)
             return free
         return self._answers(pos, quat)
 
-    def _answers(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
-        """(H, m) free-joint answers of the model for a pose, clamped to the model's limits."""
+    def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """(H, m) free-joint answers of the model for a pose, clamped to the model's limits; an error names
+        the ``given`` pose (the one asked about, before any turn) or else this one."""
         if self._fused is not None:
             status, free = self._fused(pos, quat)
             if status:
-                raise self._bad_pose(status, pos, quat)
+                raise self._bad_pose(status, *(given or (pos, quat)))
             return free
         free = self._forward(self._input(pos, quat))
         if not np.isfinite(free).all():
-            raise self._bad_pose(3, pos, quat)
+            raise self._bad_pose(3, *(given or (pos, quat)))
         # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
         np.maximum(free, self._lower, out=free)
         np.minimum(free, self._upper, out=free)
@@ -446,53 +449,93 @@ class FastIKNetwork:
 
     def _ranked_answers(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """The compiled path's (H, n) answers in head order, their (H,) scores and the best one's index
-        for a pose whose shapes are checked: the network and the choice in one call."""
+        for a pose whose shapes are checked: the network and the choice in one call.
+
+        A ``canonical_turn`` network's answers are ranked for the canonical pose (the turn moves an
+        answer's forward kinematics and its target alike, so the errors are the same), and again
+        for the pose itself when the turn back moved one of them to a limit.
+        """
         assert self._ranked is not None  # the callers check
-        status, answers, scores, best = self._ranked(pos, quat)
+        if self._turn is None:
+            status, answers, scores, best = self._ranked(pos, quat)
+            if status:
+                raise self._bad_pose(status, pos, quat)
+            return answers, scores, best
+        status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
         if status:
             raise self._bad_pose(status, pos, quat)
+        status, answers, scores, best = self._ranked(canonical_pos, canonical_quat)
+        if status:
+            raise self._bad_pose(status, pos, quat)
+        if self._turn.back(answers, azimuth):
+            scores = self.scores(answers, pos, quat)
+            best = int(np.argmin(scores))
         return answers, scores, best
 
 
 class _CanonicalTurn:
     """The first joint's turn taken out of a ``canonical_turn`` network's input and added back to its answers,
-    in float64 NumPy as :class:`~hik_sim.learning.network.IKNetwork` does it in torch.
+    in float64 as :class:`~hik_sim.learning.network.IKNetwork` does it in torch: compiled
+    (:func:`~hik_sim.learning._fast_numba.canonical_pose`, :func:`~hik_sim.learning._fast_numba.turn_back`)
+    on the ``numba`` backend, in Python on ``numpy``.
 
     Args:
         symmetry: the chain's :class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry` (revolute).
         lower: the first joint's lower limit [rad].
         upper: its upper limit [rad].
+        compiled: use the numba kernels.
     """
 
-    def __init__(self, symmetry: Any, lower: float, upper: float) -> None:
-        self.axis = np.asarray(symmetry.axis, dtype=np.float64)
-        self.origin = np.asarray(symmetry.origin, dtype=np.float64)
-        self.u = np.asarray(symmetry.reference, dtype=np.float64)
-        self.v = np.cross(self.axis, self.u)
+    def __init__(self, symmetry: Any, lower: float, upper: float, compiled: bool) -> None:
+        origin, axis, u = (np.asarray(v, dtype=np.float64) for v in (symmetry.origin, symmetry.axis, symmetry.reference))
+        self.frame = np.concatenate((origin, axis, u, np.cross(axis, u)))  # (12,): _fast_numba's T
         self.lower, self.upper = lower, upper
+        self.compiled = compiled
+        self._pos, self._quat = np.empty(3), np.empty(4)
 
-    def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """A pose (3,) [m], (4,) wxyz → the pose turned by −azimuth about the axis, and the azimuth [rad]."""
-        offset = pos - self.origin
-        azimuth = math.atan2(float(offset @ self.v), float(offset @ self.u))
-        cos, sin = math.cos(azimuth), math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
-        along = float(offset @ self.axis)
-        moved = self.origin + offset * cos - np.cross(self.axis, offset) * sin + self.axis * (along * (1.0 - cos))
-        w, x, y, z = math.cos(azimuth / 2), *(-math.sin(azimuth / 2) * self.axis)
+    def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float]:
+        """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −azimuth about the axis, azimuth [rad]);
+        status as :func:`~hik_sim.learning._fast_numba.prepare`'s 0, 1 (NaN/inf) or 4 (too far). The
+        returned arrays are reused by the next call."""
+        if self.compiled:
+            from hik_sim.learning import _fast_numba
+
+            status, azimuth = _fast_numba.canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE)
+            return status, self._pos, self._quat, azimuth
+        if not (np.isfinite(pos).all() and np.isfinite(quat).all()):
+            return 1, pos, quat, 0.0
+        if float(np.abs(pos).max()) > MAX_TARGET_DISTANCE:
+            return 4, pos, quat, 0.0
+        ox, oy, oz, kx, ky, kz, ux, uy, uz, vx, vy, vz = self.frame.tolist()
+        dx, dy, dz = float(pos[0]) - ox, float(pos[1]) - oy, float(pos[2]) - oz
+        azimuth = math.atan2(dx * vx + dy * vy + dz * vz, dx * ux + dy * uy + dz * uz)
+        c, s = math.cos(azimuth), -math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
+        along = (dx * kx + dy * ky + dz * kz) * (1.0 - c)
+        moved = np.array([ox + dx * c + (ky * dz - kz * dy) * s + kx * along, oy + dy * c + (kz * dx - kx * dz) * s + ky * along,
+                          oz + dz * c + (kx * dy - ky * dx) * s + kz * along])
+        w, h = math.cos(azimuth / 2), -math.sin(azimuth / 2)
+        x, y, z = h * kx, h * ky, h * kz
         qw, qx, qy, qz = (float(v) for v in quat)
         turned = np.array([w * qw - x * qx - y * qy - z * qz, w * qx + x * qw + y * qz - z * qy,
                            w * qy - x * qz + y * qw + z * qx, w * qz + x * qy - y * qx + z * qw])
-        return moved, turned, azimuth
+        return 0, moved, turned, azimuth
 
-    def back(self, first: np.ndarray, azimuth: float) -> np.ndarray:
-        """Canonical first-joint values (H,) [rad] → the pose's own: + azimuth, wrapped into
-        ``[lower, lower + 2π)``, a value beyond ``upper`` moved to the nearer limit round the circle."""
-        wrapped = self.lower + np.mod(first + azimuth - self.lower, 2 * math.pi)
+    def back(self, answers: np.ndarray, azimuth: float) -> bool:
+        """Column 0 of answers (H, k) (the canonical first joint) in place → the pose's own: + azimuth, wrapped
+        into ``[lower, lower + 2π)``, beyond ``upper`` moved to the nearer limit round the circle. Returns
+        whether any answer was moved to a limit."""
+        if self.compiled:
+            from hik_sim.learning import _fast_numba
+
+            return bool(_fast_numba.turn_back(answers, azimuth, self.lower, self.upper))
+        turn = 2 * math.pi
+        wrapped = self.lower + np.mod(answers[:, 0] + azimuth - self.lower, turn)
         beyond = wrapped > self.upper
         if beyond.any():
-            nearer_upper = wrapped - self.upper <= self.lower + 2 * math.pi - wrapped
+            nearer_upper = wrapped - self.upper <= self.lower + turn - wrapped
             wrapped = np.where(beyond, np.where(nearer_upper, self.upper, self.lower), wrapped)
-        return wrapped
+        answers[:, 0] = wrapped
+        return bool(beyond.any())
 
 
 Ranked = Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray, np.ndarray, int]]
