@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+from hik_sim.learning import _canonical_turn
+
 __all__ = ["mlp_forward", "harmoatt_forward", "mlp_solve", "harmoatt_solve", "prepare", "clamp", "scores", "rank",
            "canonical_pose", "turn_back",
            "mlp_solve_ranked", "harmoatt_solve_ranked", "MLP_SLOTS", "HARMOATT_SLOTS", "BLOCK_SLOTS", "GEOMETRY_STRIDE"]
@@ -626,56 +628,7 @@ def harmoatt_solve_ranked(P, I, S, N, G, template, free_index, pos, quat, x, out
     return 0, rank(G, template, free_index, out, pos, quat, pos_tol, rot_tol, answers, scores_out)
 
 
-# --- the first joint's turn taken out of a canonical_turn network's input -------------------------------
-# T (float64, 12): the first joint's origin (3) [m], its unit axis (3), the unit direction of azimuth 0 (3)
-# and axis × that direction (3), base frame (hik_sim.kinematics.symmetry.FirstJointSymmetry).
 
-
-@njit(fastmath=_FAST, cache=True, boundscheck=False)
-def canonical_pose(T, pos, quat, out_pos, out_quat, max_distance):  # noqa: ANN001, ANN201
-    """The pose turned by −azimuth about the first joint's axis into out_pos (3,), out_quat (4,).
-
-    Returns:
-        (status, azimuth [rad]): status 0, or 1 for a NaN/inf in the pose and 4 for a position
-        coordinate beyond ``max_distance`` [m], as :func:`prepare` (the outputs are then unset).
-    """
-    for i in range(4):
-        if not math.isfinite(quat[i]):
-            return 1, 0.0
-    for i in range(3):
-        if not math.isfinite(pos[i]):
-            return 1, 0.0
-        if abs(pos[i]) > max_distance:
-            return 4, 0.0
-    dx, dy, dz = pos[0] - T[0], pos[1] - T[1], pos[2] - T[2]
-    kx, ky, kz = T[3], T[4], T[5]
-    azimuth = math.atan2(dx * T[9] + dy * T[10] + dz * T[11], dx * T[6] + dy * T[7] + dz * T[8])
-    c, s = math.cos(azimuth), -math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
-    along = (dx * kx + dy * ky + dz * kz) * (1.0 - c)
-    out_pos[0] = T[0] + dx * c + (ky * dz - kz * dy) * s + kx * along
-    out_pos[1] = T[1] + dy * c + (kz * dx - kx * dz) * s + ky * along
-    out_pos[2] = T[2] + dz * c + (kx * dy - ky * dx) * s + kz * along
-    w, h = math.cos(azimuth / 2), -math.sin(azimuth / 2)
-    x, y, z = h * kx, h * ky, h * kz
-    qw, qx, qy, qz = quat[0], quat[1], quat[2], quat[3]
-    out_quat[0] = w * qw - x * qx - y * qy - z * qz
-    out_quat[1] = w * qx + x * qw + y * qz - z * qy
-    out_quat[2] = w * qy - x * qz + y * qw + z * qx
-    out_quat[3] = w * qz + x * qy - y * qx + z * qw
-    return 0, azimuth
-
-
-@njit(fastmath=_FAST, cache=True, boundscheck=False)
-def turn_back(answers, azimuth, lower, upper):  # noqa: ANN001, ANN201
-    """Column 0 of answers (H, n) (the canonical first joint) + azimuth, wrapped into [lower, lower + 2π),
-    beyond ``upper`` moved to the nearer limit round the circle. Returns whether any was moved."""
-    turn = 2.0 * math.pi
-    moved = False
-    for h in range(answers.shape[0]):
-        value = answers[h, 0] + azimuth - lower
-        value = lower + (value - turn * math.floor(value / turn))
-        if value > upper:
-            value = upper if value - upper <= lower + turn - value else lower
-            moved = True
-        answers[h, 0] = value
-    return moved
+# --- the first joint's turn taken out of a canonical_turn network's input: the plain functions, compiled ----
+canonical_pose = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_turn.canonical_pose)
+turn_back = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_turn.turn_back)

@@ -21,7 +21,7 @@ from hik_sim.atomic import write_atomically
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import CheckpointError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.learning.network import IKNetwork
+from hik_sim.learning.network import CANONICAL_TURN, IKNetwork
 from hik_sim.robots import RobotSpec
 
 __all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "check_checkpoint_path", "FORMAT"]
@@ -256,7 +256,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
     chain = None
     assert card.hypotheses is not None  # Card.__post_init__ fills it in
-    if card.hypotheses > 1 or card.model_options.get("canonical_turn", False):  # it chooses among answers by FK; turns poses
+    if card.hypotheses > 1 or card.model_options.get(CANONICAL_TURN, False):  # it chooses among answers by FK; turns poses
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
                         JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)

@@ -231,7 +231,7 @@ class FastIKNetwork:
         limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
         turn = None
         if network.symmetry is not None:  # the model answers for the canonical pose: its first joint spans the limits ± π
-            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=False)
+            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=backend == "numba")
             limits[0][0] -= math.pi
             limits[1][0] += math.pi
         normalizer = network.normalizer
@@ -249,9 +249,7 @@ class FastIKNetwork:
                 template[i] = float(selection.fixed[name])
         fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
                    kinematics if hypotheses > 1 else None, geometry)
-        if turn is not None:
-            turn.compiled = backend == "numba"
-            fast._turn = turn
+        fast._turn = turn
         return fast
 
     @staticmethod
@@ -488,54 +486,27 @@ class _CanonicalTurn:
 
     def __init__(self, symmetry: Any, lower: float, upper: float, compiled: bool) -> None:
         origin, axis, u = (np.asarray(v, dtype=np.float64) for v in (symmetry.origin, symmetry.axis, symmetry.reference))
-        self.frame = np.concatenate((origin, axis, u, np.cross(axis, u)))  # (12,): _fast_numba's T
+        self.frame = np.concatenate((origin, axis, u, np.cross(axis, u)))  # (12,): _canonical_turn's frame
         self.lower, self.upper = lower, upper
-        self.compiled = compiled
+        if compiled:
+            from hik_sim.learning import _fast_numba as kernels
+        else:
+            from hik_sim.learning import _canonical_turn as kernels  # type: ignore[no-redef]
+        self._canonical_pose, self._turn_back = kernels.canonical_pose, kernels.turn_back
         self._pos, self._quat = np.empty(3), np.empty(4)
 
     def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float]:
         """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −azimuth about the axis, azimuth [rad]);
-        status as :func:`~hik_sim.learning._fast_numba.prepare`'s 0, 1 (NaN/inf) or 4 (too far). The
-        returned arrays are reused by the next call."""
-        if self.compiled:
-            from hik_sim.learning import _fast_numba
-
-            status, azimuth = _fast_numba.canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE)
-            return status, self._pos, self._quat, azimuth
-        if not (np.isfinite(pos).all() and np.isfinite(quat).all()):
-            return 1, pos, quat, 0.0
-        if float(np.abs(pos).max()) > MAX_TARGET_DISTANCE:
-            return 4, pos, quat, 0.0
-        ox, oy, oz, kx, ky, kz, ux, uy, uz, vx, vy, vz = self.frame.tolist()
-        dx, dy, dz = float(pos[0]) - ox, float(pos[1]) - oy, float(pos[2]) - oz
-        azimuth = math.atan2(dx * vx + dy * vy + dz * vz, dx * ux + dy * uy + dz * uz)
-        c, s = math.cos(azimuth), -math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
-        along = (dx * kx + dy * ky + dz * kz) * (1.0 - c)
-        moved = np.array([ox + dx * c + (ky * dz - kz * dy) * s + kx * along, oy + dy * c + (kz * dx - kx * dz) * s + ky * along,
-                          oz + dz * c + (kx * dy - ky * dx) * s + kz * along])
-        w, h = math.cos(azimuth / 2), -math.sin(azimuth / 2)
-        x, y, z = h * kx, h * ky, h * kz
-        qw, qx, qy, qz = (float(v) for v in quat)
-        turned = np.array([w * qw - x * qx - y * qy - z * qz, w * qx + x * qw + y * qz - z * qy,
-                           w * qy - x * qz + y * qw + z * qx, w * qz + x * qy - y * qx + z * qw])
-        return 0, moved, turned, azimuth
+        status as :func:`~hik_sim.learning._canonical_turn.canonical_pose`'s 0, 1 (NaN/inf) or 4 (too far).
+        The returned arrays are reused by the next call."""
+        status, azimuth = self._canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE)
+        return status, self._pos, self._quat, azimuth
 
     def back(self, answers: np.ndarray, azimuth: float) -> bool:
         """Column 0 of answers (H, k) (the canonical first joint) in place → the pose's own: + azimuth, wrapped
         into ``[lower, lower + 2π)``, beyond ``upper`` moved to the nearer limit round the circle. Returns
         whether any answer was moved to a limit."""
-        if self.compiled:
-            from hik_sim.learning import _fast_numba
-
-            return bool(_fast_numba.turn_back(answers, azimuth, self.lower, self.upper))
-        turn = 2 * math.pi
-        wrapped = self.lower + np.mod(answers[:, 0] + azimuth - self.lower, turn)
-        beyond = wrapped > self.upper
-        if beyond.any():
-            nearer_upper = wrapped - self.upper <= self.lower + turn - wrapped
-            wrapped = np.where(beyond, np.where(nearer_upper, self.upper, self.lower), wrapped)
-        answers[:, 0] = wrapped
-        return bool(beyond.any())
+        return bool(self._turn_back(answers, azimuth, self.lower, self.upper))
 
 
 Ranked = Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray, np.ndarray, int]]
