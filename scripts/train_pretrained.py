@@ -20,12 +20,12 @@ Usage::
     python scripts/train_pretrained.py                       # all, the shipped budget
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
-    python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 120000 --minutes 65 --lr 3e-3 --compile
-    python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --ship runs/train/irb120/harmoatt.pt
-    python -m hik_sim.train --robot g1 --model harmoatt --model-option trunk=dense --model-option hypotheses=4 \
-        --init-from hik_sim/policies/pretrained/g1/harmoatt.pt --batch 256 --lr 3e-3 --minutes 10 --steps 1000000 \
-        --out runs/retrain4/g1/harmoatt_4answers.pt     # then:
-    python scripts/train_pretrained.py --robots g1 --only harmoatt_4answers --ship runs/retrain4/g1/harmoatt_4answers.pt
+    python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 10000000 --minutes 60 --batch 256 --lr 3e-3
+    python -m hik_sim.train --robot g1 --model harmoatt --model-option channels=16 --model-option positions=8 \
+        --model-option feed_forward=256 --model-option embed_hidden=64 --model-option hypotheses=4 \
+        --model-option canonical_turn=true --batch 256 --lr 3e-3 --minutes 60 --steps 10000000 --eval-every 2000 \
+        --keep-best --out runs/closed_loop/g1/harmoatt_4answers.pt     # the shipped recipe (CLOSED_LOOP_RECIPE), then:
+    python scripts/train_pretrained.py --robots g1 --only harmoatt_4answers --ship runs/closed_loop/g1/harmoatt_4answers.best.pt
     python scripts/train_pretrained.py --only cycleik --steps 60000 --minutes 55
     python scripts/train_pretrained.py --robots irb120 --only regression regression_q6fixed --steps 60000 --minutes 55
 
@@ -76,6 +76,12 @@ SEED_MLP = (("hidden", 128), ("layers", 3))
 """``mlp_seed``: an MLP of ~35 k parameters, a few µs a pose, the seed of the single-target LM
 (``hik_sim.policies.single_target_seed_name``); not parameter-matched and not paired: it trains its
 own ``--minutes``."""
+CLOSED_LOOP_RECIPE = (("channels", 16), ("positions", 8), ("feed_forward", 256), ("embed_hidden", 64),
+                      ("canonical_turn", True))
+"""``harmoatt_<H>answers``: a HarmoAtt-IK of ~148 k weights (~26 µs a pose) that takes the first joint's turn
+out of its input (``canonical_turn``, docs/networks.md); not parameter-matched and not paired: it trains its
+own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these options, ``--batch 256 --lr 3e-3
+--keep-best`` and one budget for every robot (docs/networks.md, "One budget for every robot"), then ``--ship``."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
@@ -97,10 +103,13 @@ def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tu
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
                   hypotheses: int, stem: str | None = None) -> tuple[tuple[str, Any], ...]:
     """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
-    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem."""
+    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem, ``CLOSED_LOOP_RECIPE`` for
+    ``harmoatt_<H>answers``."""
     if stem == "mlp_seed":
         return SEED_MLP
     options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
+    if stem is not None and stem == f"harmoatt_{hypotheses}answers":
+        return CLOSED_LOOP_RECIPE + options
     outputs = get_robot(robot_name).dof - len(fixed)
     if model == "mlp":
         options = (("hidden", matched_mlp_hidden(outputs, hypotheses=hypotheses)),) + options

@@ -321,3 +321,21 @@ def test_train_pretrained_has_the_paper_models(tmp_path: Path) -> None:
     assert card.config["objective"] == "cycleik" and card.config["lr"] == pytest.approx(2.4e-4)
     _, card = load_checkpoint(out / "irb120" / "regression_q6fixed.pt", get_robot("irb120"))
     assert card.config["objective"] == "regression" and card.fixed_joints == {"joint_6": 0.0}
+
+
+def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe(tmp_path: Path) -> None:
+    """``harmoatt_4answers`` trains ``CLOSED_LOOP_RECIPE`` (the small network with the first joint's turn taken
+    out of its input), the recipe of the shipped ones; the one-answer pair keeps the default size."""
+    script = _train_pretrained()
+    four = dict(script.model_options("harmoatt", "g1", (), 4, "harmoatt_4answers"))
+    assert four == {**dict(script.CLOSED_LOOP_RECIPE), "hypotheses": 4} and four["canonical_turn"] is True
+    assert "canonical_turn" not in dict(script.model_options("harmoatt", "g1", (), 1, "harmoatt"))
+    out = tmp_path / "shipped"
+    argv = ["--robots", "g1", "--only", "harmoatt_4answers", "--steps", "2", "--batch", "16", "--device", "cpu",
+            "--out", str(out), "--summary", str(tmp_path / "summary")]
+    assert script.main(argv) == 0
+    network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.pt", get_robot("g1"))
+    assert network.canonical_turn and network.hypotheses == 4 and 140_000 < card.parameters < 155_000
+    shipped = load_checkpoint(Path(__file__).resolve().parents[1] / "hik_sim" / "policies" / "pretrained" / "panda"
+                              / "harmoatt_4answers.pt", get_robot("panda"))[1]
+    assert {k: shipped.model_options[k] for k in dict(script.CLOSED_LOOP_RECIPE)} == dict(script.CLOSED_LOOP_RECIPE)
