@@ -107,6 +107,40 @@ def test_bad_canonical_turn_options_are_hik_errors() -> None:
     fixed = JointSelection.for_chain(chain, {"joint_1": 0.0})
     with pytest.raises(HikError, match="revolute first joint.*'joint_1' is fixed"):
         IKNetwork("mlp", lower, upper, normalizer, fixed, {"canonical_turn": True}, chain)
+    with pytest.raises(HikError, match="clamp_in_training must be true or false"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": True, "clamp_in_training": 1}, chain)
+    with pytest.raises(HikError, match="clamp_in_training is an option of canonical_turn networks"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"clamp_in_training": True}, chain)
+
+
+def test_clamp_in_training_trains_on_the_answers_the_network_gives_once_trained() -> None:
+    """Romeo's shoulder pitch spans ±0.785 rad: most of the circle lies outside it. Unclamped, a training
+    step sees first joints out there (whose FK reaches the target, so no loss tells them apart); with
+    clamp_in_training it sees the clamped answers, the very ones the network gives in eval, and a clamped
+    first joint passes no gradient."""
+    chain = Chain(robot_by_id("romeo"))
+    targets = make_eval_set(chain, 5, 200).batch
+    lower, upper = chain.limits(torch.float64)
+    for clamped in (False, True):
+        network = _network(chain, {**SMALL, "hypotheses": 2, "canonical_turn": True, "clamp_in_training": clamped})
+        assert network.clamp_in_training is clamped
+        network.train()
+        train_out = network(targets.pos, targets.quat, choose=False)
+        network.eval()
+        with torch.no_grad():
+            eval_out = network(targets.pos, targets.quat, choose=False)
+        inside = ((train_out.candidates >= lower - 1e-6) & (train_out.candidates <= upper + 1e-6)).all()
+        assert bool(inside) is clamped
+        assert torch.allclose(train_out.candidates, eval_out.candidates) is clamped
+        if clamped:
+            first = train_out.candidates[..., 0]
+            at_limit = ((first - lower[0]).abs() < 1e-6) | ((first - upper[0]).abs() < 1e-6)
+            assert 0.2 < float(at_limit.double().mean()) < 1.0
+            parameters = [p for p in network.parameters() if p.requires_grad]
+            grads = torch.autograd.grad(first[at_limit].sum(), parameters, allow_unused=True, retain_graph=True)
+            assert all(g is None or not bool(g.any()) for g in grads)  # a clamped first joint passes no gradient
+            grads = torch.autograd.grad(first[~at_limit].sum(), parameters, allow_unused=True)
+            assert any(g is not None and bool(g.any()) for g in grads)
 
 
 def test_a_canonical_network_trains_round_trips_and_resumes(tmp_path) -> None:  # noqa: ANN001

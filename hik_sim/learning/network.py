@@ -12,8 +12,16 @@ equivariant to the first joint's turn by construction: a target is turned about 
 axis until its position lies in one half-plane (:class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry`),
 the model answers for that canonical pose, and the turn is added back to the answer's first joint
 (wrapped into the joint's range; the part of the circle outside a joint's range is clamped to the
-nearer limit once the network is not training). The model sees one input dimension fewer and
-never sees the first joint's limits; its first output spans the limits widened by π either way.
+nearer limit once the network is not training, and in training too with ``clamp_in_training``).
+The model sees one input dimension fewer and never sees the first joint's limits; its first output
+spans the limits widened by π either way.
+
+Trained unclamped, an answer beyond the first joint's range reaches its target in training (forward
+kinematics does not care where the joint's range ends) and is clamped to a miss once trained: the
+network never learns that the branch is out of reach for that turn. With ``clamp_in_training``
+(``--model-option clamp_in_training=true``) training sees the clamped answer, what the network will
+answer: its miss is a loss, and with several answers another one learns the branch that the range
+allows (the clamped value passes no gradient to the first joint).
 """
 
 from __future__ import annotations
@@ -37,9 +45,11 @@ from hik_sim.kinematics.tolerances import SUCCESS
 if TYPE_CHECKING:
     from hik_sim.learning.checkpoint import Card
 
-__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "as_targets"]
+__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "as_targets"]
 
 CANONICAL_TURN = "canonical_turn"
+CLAMP_IN_TRAINING = "clamp_in_training"
+_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING)  # options of the network, not passed on to its model
 """The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
 
 CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
@@ -112,13 +122,15 @@ class IKNetwork(nn.Module):
         upper: (n,) upper limits.
         normalizer: the input normalisation.
         selection: which joints are fixed (the model outputs the free ones).
-        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN` (not passed on).
+        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN` and
+            :data:`CLAMP_IN_TRAINING` (bools, not passed on).
         chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1, and for
             ``canonical_turn``.
 
     Raises:
-        HikError: a model with several hypotheses and no chain; ``canonical_turn`` not a bool, without
-            a chain, or for a chain whose first joint is prismatic or fixed.
+        HikError: a model with several hypotheses and no chain; ``canonical_turn`` or ``clamp_in_training``
+            not a bool; ``canonical_turn`` without a chain, or for a chain whose first joint is prismatic or
+            fixed; ``clamp_in_training`` without ``canonical_turn``.
     """
 
     card: Card  # set by the loaders (load_pretrained, make_solver) on a network read from a checkpoint; absent otherwise
@@ -131,11 +143,15 @@ class IKNetwork(nn.Module):
         self.model_options = dict(model_options or {})
         self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
         index = selection.free_index
-        options = {k: v for k, v in self.model_options.items() if k != CANONICAL_TURN}
-        canonical = self.model_options.get(CANONICAL_TURN, False)
-        if not isinstance(canonical, bool):
-            raise ModelError(f"{CANONICAL_TURN} must be true or false, got {canonical!r}")
+        options = {k: v for k, v in self.model_options.items() if k not in _NETWORK_OPTIONS}
+        canonical, clamped = (self.model_options.get(name, False) for name in _NETWORK_OPTIONS)
+        for name, value in zip(_NETWORK_OPTIONS, (canonical, clamped)):
+            if not isinstance(value, bool):
+                raise ModelError(f"{name} must be true or false, got {value!r}")
+        if clamped and not canonical:
+            raise ModelError(f"{CLAMP_IN_TRAINING} is an option of {CANONICAL_TURN} networks: give {CANONICAL_TURN}=true too")
         self.canonical_turn = canonical
+        self.clamp_in_training = clamped
         self.symmetry: FirstJointSymmetry | None = None
         model_lower, model_upper = lower[index].clone(), upper[index].clone()
         if canonical:
@@ -188,13 +204,14 @@ class IKNetwork(nn.Module):
 
     def _turn_back(self, out: IKOutput, azimuth: torch.Tensor) -> IKOutput:
         """The canonical pose's answers with the turn (B,) [rad] added back to the first joint, wrapped into
-        ``[lower, lower + 2π)``; out of training, a value beyond the upper limit goes to the nearer limit."""
+        ``[lower, lower + 2π)``; out of training (or with ``clamp_in_training``) a value beyond the upper
+        limit goes to the nearer limit."""
         lower, upper = self.lower[0], self.upper[0]
 
         def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
             turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
             first = lower + torch.remainder(q[..., 0] - lower + turn, 2 * math.pi)
-            if not self.training:  # beyond the upper limit: the nearer limit round the circle
+            if not self.training or self.clamp_in_training:  # beyond the upper limit: the nearer limit round the circle
                 first = torch.where(first <= upper, first,
                                     torch.where(first - upper <= lower + 2 * math.pi - first, first.new_tensor(upper),
                                                 first.new_tensor(lower)))
