@@ -213,25 +213,32 @@ def test_the_closed_loop_policy_adds_the_one_answer_networks_answer_and_tracks()
 
 
 def test_the_closed_loop_policy_reaches_g1_goals_near_its_shoulder_limits_by_turned_queries() -> None:
-    """G1 Reach goals 9 and 14: every answer of both networks saturates the shoulder pitch at a limit and
-    the session-13 policy never arrives; asked for the goal turned about that joint, it does. A goal it
-    misses (out of reach) is answered once: the repeated query (same goal, same last target) is not solved again."""
+    """G1 Reach goals 9 and 14: every answer of the plain one-answer network saturates the shoulder pitch at a
+    limit and the closed loop on it never arrives; asked for the goal turned about that joint, it does. The
+    shipped four-answer network takes that turn out of its input (canonical_turn) and reaches both without the
+    turned queries. A goal the policy misses (out of reach) is answered once: the repeated query (same goal,
+    same last target) is not solved again."""
     import gymnasium as gym
     import numpy as np
 
     import hik_sim.envs  # noqa: F401
-    from hik_sim.policies import IKController
+    from hik_sim.policies import IKController, load_pretrained
+    from hik_sim.solvers.registry import make_solver
 
     from hik_sim.evaluation.rollout import rollout
 
-    controller = IKController.pretrained("g1", "closed_loop")
-    assert controller.solver.first_joint_turns == pytest.approx((1.9199, -1.9199), abs=1e-4)
     env = gym.make("hik_sim/Reach-g1-v0")
-    assert reach_successes(env, controller, [9]) == 1
-    episode = rollout(env, controller, seed=14)
+    plain = IKController(make_solver("closed_loop", "g1", network=load_pretrained("g1", "harmoatt")))
+    assert plain.solver.first_joint_turns == pytest.approx((1.9199, -1.9199), abs=1e-4)
+    assert reach_successes(env, plain, [9]) == 1
+    episode = rollout(env, plain, seed=14)
     assert episode.success and len(episode.ik_repeated) == episode.steps and episode.ik_repeated.any()  # a held goal is asked again
-    controller.solver.first_joint_turns = ()
-    assert reach_successes(env, controller, [9, 14]) == 0
+    plain.solver.first_joint_turns = ()
+    assert reach_successes(env, plain, [9, 14]) == 0
+    shipped = IKController.pretrained("g1", "closed_loop")
+    assert shipped.solver.network.canonical_turn
+    shipped.solver.first_joint_turns = ()
+    assert reach_successes(env, shipped, [9, 14]) == 2
     controller = IKController.pretrained("g1", "closed_loop")
     observation, _ = env.reset(seed=9)
     observation = {**observation, "goal_pos": observation["goal_pos"] + 2.0}  # 3.5 m out: no answer reaches it

@@ -623,18 +623,21 @@ def test_an_ensemble_of_networks_ranks_and_follows_all_their_answers() -> None:
 def test_turned_queries_reach_what_the_plain_answers_miss_near_the_first_joints_limits() -> None:
     """The G1's shoulder pitch spans 5.76 rad: near either limit all answers saturate there and the goal-shift
     corrections cannot move it. Asked for the pose turned about that joint's axis (FirstJointSymmetry), the
-    networks answer about the middle of its range, and the turn added back reaches the target."""
+    network answers about the middle of its range, and the turn added back reaches the target. On the plain
+    one-answer network; the shipped four-answer one takes the turn out of its input (canonical_turn) and
+    gains little from it (measured: 280 → 282 of 300 beside the one-answer network)."""
     from hik_sim.kinematics.symmetry import FirstJointSymmetry
     from hik_sim.policies import load_pretrained
 
     chain = Chain(robot_by_id("g1"))
     four, one = load_pretrained("g1", "harmoatt_4answers"), load_pretrained("g1", "harmoatt")
+    assert four.canonical_turn and not one.canonical_turn
     targets = make_eval_set(chain, 99, 300).batch
     turns = FirstJointSymmetry(chain).default_turns
-    plain = NeuralIK(four, chain, corrections=3, extra_networks=[one]).solve(targets.pos, targets.quat)
-    solver = NeuralIK(four, chain, corrections=3, extra_networks=[one], first_joint_turns=turns)
+    plain = NeuralIK(one, chain, corrections=3).solve(targets.pos, targets.quat)
+    solver = NeuralIK(one, chain, corrections=3, first_joint_turns=turns)
     turned = solver.solve(targets.pos, targets.quat)
-    assert int(turned.success.sum()) >= int(plain.success.sum()) + 15  # measured: 262 → 288 of 300
+    assert int(turned.success.sum()) >= int(plain.success.sum()) + 15  # measured: 243 → 272 of 300
     assert bool(turned.success[plain.success].all())
     # a target the plain answers met is not asked again: the same answer, the same FK count
     assert torch.equal(turned.q[plain.success], plain.q[plain.success])
