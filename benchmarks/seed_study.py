@@ -17,7 +17,11 @@ configuration without a network; a seed a robot lacks is skipped):
   ``make_solver("lm", robot)``), network-first, one target a call on ``--targets`` reachable targets
   (seed ``TARGET_SEED + 1``, the targets of ``ik_bench.py``'s single-target rows): median and p95
   latency [ms], success at 5 mm & 2°, and FK + Jacobian evaluations a target (the choice among a
-  network's answers included).
+  network's answers included);
+- with ``--batched-targets N``, the batched hybrid it seeds (:class:`~hik_sim.solvers.ik.HybridIK` on
+  ``LMRefiner``, its default restarts; ``none``: no row) on ``N`` reachable targets of ``ik_bench.py``'s
+  paper table (seed ``TARGET_SEED``): success at 5 mm & 2° and FK + Jacobian evaluations a target,
+  the choice among answers included (issue 14's count; its time is ``ik_bench.py``'s to measure).
 
 Every timed path runs on one thread (``torch.set_num_threads(1)``); run it on a quiet machine.
 Output: a Markdown table on stdout and in ``<out>/seed_study.md``, raw numbers in
@@ -27,6 +31,7 @@ Usage::
 
     python benchmarks/seed_study.py --robots irb120 --seeds mlp_seed harmoatt none
     python benchmarks/seed_study.py --robots irb120 g1 --seeds mlp_seed runs/seed/{robot}/harmoatt_seed.best.pt none
+    python benchmarks/seed_study.py --robots irb120 --seeds harmoatt_4answers runs/a.pt --batched-targets 5000
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from hik_sim.learning.fast_network import FastIKNetwork
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers.ik import REPORT_TOLERANCES, NeuralIK
+from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, LMRefiner, NeuralIK
 from hik_sim.solvers.registry import make_solver, shipped_networks
 
 NO_NETWORK = "none"
@@ -113,7 +118,17 @@ def alone(network: IKNetwork, chain: Chain, test_targets: int) -> dict[str, Any]
                              "fk_per_target": float(turned.fk_evals.double().mean())}}
 
 
-def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: int) -> dict[str, Any]:
+def batched(network: IKNetwork, chain: Chain, targets: int) -> dict[str, Any]:
+    """The batched hybrid seeded by ``network`` on ``targets`` reachable targets (seed ``TARGET_SEED``): success at
+    5 mm & 2° and evaluations (FK + Jacobian) a target."""
+    batch = make_eval_set(chain, TARGET_SEED, targets).batch
+    result = HybridIK(network, LMRefiner(chain)).solve(batch.pos, batch.quat)
+    return {"targets": targets, "success_5mm_2deg": float(result.success.double().mean()),
+            "evals_per_target": float(result.function_evals.double().mean())}
+
+
+def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: int,
+            batched_targets: int = 0) -> dict[str, Any]:
     """One robot's row for one candidate seed (see the module's list)."""
     robot = get_robot(robot_name)
     chain = Chain(robot)
@@ -124,7 +139,7 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
     row: dict[str, Any] = {"robot": robot_name, "seed": label, "source": seed}
     if seed == NO_NETWORK:
         solver = make_solver("lm", robot)
-        row.update(params=0, forward_us=None, alone=None, alone_turned=None)
+        row.update(params=0, forward_us=None, alone=None, alone_turned=None, batched=None)
     else:
         network, card = load_seed(robot_name, seed)
         solver = make_solver("hybrid", robot, network=network)
@@ -132,7 +147,8 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
                    params=card.parameters,
                    training_minutes=round(card.total_training_seconds / 60, 1), steps=card.total_steps,
                    forward_us=forward_us(network, pos, quat, calls),
-                   **alone(network, chain, test_targets))
+                   **alone(network, chain, test_targets),
+                   batched=batched(network, chain, batched_targets) if batched_targets > 0 else None)
     solver.solve_one(pos[0], quat[0])  # warm-up: the compiled paths are built on the first call
     times, evals, answers = [], [], []
     for i in range(targets):
@@ -150,11 +166,16 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The rows as a Markdown table."""
+    """The rows as a Markdown table (the batched hybrid's columns where a row has them)."""
+    with_batched = any(r.get("batched") for r in rows)
     lines = ["| robot | seed | params | trained [min] | forward [µs] | alone: pos / rot mean [mm / °] | alone: 5 mm & 2° "
-             "| alone, turned: 5 mm & 2° | seeded LM: median / p95 [ms] | success 5 mm & 2° | evaluations / target |",
-             "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|"]
+             "| alone, turned: 5 mm & 2° | seeded LM: median / p95 [ms] | success 5 mm & 2° | evaluations / target |"
+             + (" batched hybrid: success 5 mm & 2°, evaluations / target |" if with_batched else ""),
+             "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|" + ("---|" if with_batched else "")]
     for r in rows:
+        hybrid = r.get("batched")
+        extra = ((" — |" if not hybrid else f" {100 * hybrid['success_5mm_2deg']:.2f} %, {hybrid['evals_per_target']:.1f} |")
+                 if with_batched else "")
         plain, turned = r["alone"], r["alone_turned"]
         lines.append(f"| {r['robot']} | {r['seed']} | {r['params']:,} | {r.get('training_minutes', '—')} "
                      f"| {'—' if r['forward_us'] is None else format(r['forward_us'], '.1f')} "
@@ -162,7 +183,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                      f"| {'—' if plain is None else format(100 * plain['success_5mm_2deg'], '.1f') + ' %'} "
                      f"| {'—' if turned is None else format(100 * turned['success_5mm_2deg'], '.1f') + ' %'} "
                      f"| {r['median_ms']:.3f} / {r['p95_ms']:.3f} | {100 * r['success_5mm_2deg']:.1f} % "
-                     f"| {r['evals_per_target']:.1f} |")
+                     f"| {r['evals_per_target']:.1f} |" + extra)
     return "\n".join(lines) + "\n"
 
 
@@ -174,13 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", type=int, default=1000, help="single-target solves per seed (default 1000)")
     parser.add_argument("--test-targets", type=int, default=10_000, help="test targets for the network alone (default 10000)")
     parser.add_argument("--calls", type=int, default=2000, help="timed forward passes per seed (default 2000)")
+    parser.add_argument("--batched-targets", type=int, default=0,
+                        help="targets for the batched hybrid each network seeds (default 0: not measured)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args(argv)
-    if min(args.targets, args.test_targets, args.calls) < 1:
-        parser.error("--targets, --test-targets and --calls must be at least 1")
+    if min(args.targets, args.test_targets, args.calls) < 1 or args.batched_targets < 0:
+        parser.error("--targets, --test-targets and --calls must be at least 1, --batched-targets at least 0")
     torch.set_num_threads(1)
     jobs = [(robot, seed) for robot in args.robots for seed in args.seeds if available(robot, seed)]
-    rows = [measure(robot, seed, args.targets, args.test_targets, args.calls)
+    rows = [measure(robot, seed, args.targets, args.test_targets, args.calls, args.batched_targets)
             for robot, seed in tqdm(jobs, desc="seeds", unit="seed")]
     table = markdown(rows)
     print(table)

@@ -356,6 +356,16 @@ def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> 
     assert shipped["evals_per_target"] == from_path["evals_per_target"] < none["evals_per_target"]  # a seed saves the LM work
     assert 0 < shipped["forward_us"] < 1000 and none["forward_us"] is None
     assert "| irb120 | none | 0 | — | — |" in (tmp_path / "seed_study.md").read_text()
+    assert shipped["batched"] is None  # not asked for
+    argv = ["--robots", "irb120", "--seeds", "harmoatt_4answers", "none", "--targets", "5", "--test-targets", "50",
+            "--calls", "5", "--batched-targets", "60", "--out", str(tmp_path / "batched")]
+    assert study.main(argv) == 0
+    four, none = json.loads((tmp_path / "batched" / "seed_study.json").read_text())["rows"]
+    hybrid = four["batched"]  # the batched hybrid it seeds: exact on reachable targets, the choice's 4 FK counted
+    assert hybrid["targets"] == 60 and hybrid["success_5mm_2deg"] >= 0.95 and hybrid["evals_per_target"] > 4
+    assert none["batched"] is None
+    table = (tmp_path / "batched" / "seed_study.md").read_text()
+    assert "batched hybrid" in table and table.splitlines()[-1].endswith("| — |")
 
 
 def test_learning_curves_plots_curves_trained_elsewhere_side_by_side(tmp_path: Path) -> None:
