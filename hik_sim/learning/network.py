@@ -48,9 +48,10 @@ if TYPE_CHECKING:
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "as_targets"]
 
 CANONICAL_TURN = "canonical_turn"
-CLAMP_IN_TRAINING = "clamp_in_training"
-_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING)  # options of the network, not passed on to its model
 """The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
+CLAMP_IN_TRAINING = "clamp_in_training"
+"""The model option (bool) of a ``canonical_turn`` network that trains on its clamped first joint (:class:`IKNetwork`)."""
+_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING)  # options of the network, not passed on to its model
 
 CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
