@@ -18,9 +18,9 @@ configuration without a network; a seed a robot lacks is skipped):
   (seed ``TARGET_SEED + 1``, the targets of ``ik_bench.py``'s single-target rows): median and p95
   latency [ms], success at 5 mm & 2°, and FK + Jacobian evaluations a target (the choice among a
   network's answers included);
-- with ``--batched-targets N``, the batched hybrid it seeds (:class:`~hik_sim.solvers.ik.HybridIK` on
-  ``LMRefiner``, its default restarts; ``none``: no row) on ``N`` reachable targets of ``ik_bench.py``'s
-  paper table (seed ``TARGET_SEED``): success at 5 mm & 2° and FK + Jacobian evaluations a target,
+- with ``--batched-targets N``, the batched hybrid it seeds (``make_solver("hybrid", robot, batched=True,
+  network=seed)``: :class:`~hik_sim.solvers.ik.HybridIK`, its default restarts; ``none``: no row) on
+  ``N`` reachable targets of ``ik_bench.py``'s paper table (seed ``TARGET_SEED``): success at 5 mm & 2° and FK + Jacobian evaluations a target,
   the choice among answers included (issue 14's count; its time is ``ik_bench.py``'s to measure).
 
 Every timed path runs on one thread (``torch.set_num_threads(1)``); run it on a quiet machine.
@@ -66,7 +66,7 @@ from hik_sim.learning.fast_network import FastIKNetwork
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, LMRefiner, NeuralIK
+from hik_sim.solvers.ik import REPORT_TOLERANCES, NeuralIK
 from hik_sim.solvers.registry import make_solver, shipped_networks
 
 NO_NETWORK = "none"
@@ -119,10 +119,10 @@ def alone(network: IKNetwork, chain: Chain, test_targets: int) -> dict[str, Any]
 
 
 def batched(network: IKNetwork, chain: Chain, targets: int) -> dict[str, Any]:
-    """The batched hybrid seeded by ``network`` on ``targets`` reachable targets (seed ``TARGET_SEED``): success at
-    5 mm & 2° and evaluations (FK + Jacobian) a target."""
+    """The batched hybrid seeded by ``network`` (``make_solver("hybrid", ..., batched=True)``) on ``targets``
+    reachable targets (seed ``TARGET_SEED``): success at 5 mm & 2° and evaluations (FK + Jacobian) a target."""
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
-    result = HybridIK(network, LMRefiner(chain)).solve(batch.pos, batch.quat)
+    result = make_solver("hybrid", chain.robot, network=network, batched=True).solve(batch.pos, batch.quat)
     return {"targets": targets, "success_5mm_2deg": float(result.success.double().mean()),
             "evals_per_target": float(result.function_evals.double().mean())}
 

@@ -336,6 +336,7 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     assert script.main(argv) == 0
     network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.pt", get_robot("g1"))
     assert network.canonical_turn and network.hypotheses == 4 and 140_000 < card.parameters < 155_000
-    shipped = load_checkpoint(Path(__file__).resolve().parents[1] / "hik_sim" / "policies" / "pretrained" / "panda"
-                              / "harmoatt_4answers.pt", get_robot("panda"))[1]
+    from hik_sim.policies import load_pretrained
+
+    shipped = load_pretrained("panda", "harmoatt_4answers").card
     assert {k: shipped.model_options[k] for k in dict(script.CLOSED_LOOP_RECIPE)} == dict(script.CLOSED_LOOP_RECIPE)
