@@ -13,6 +13,7 @@ Output: a Markdown table on stdout and in ``<out>/tail_<robot>.md``, raw numbers
 Usage::
 
     python benchmarks/network_tail.py --robot irb120 --networks harmoatt harmoatt_4answers
+    python benchmarks/network_tail.py --robot irb120 --networks harmoatt_4answers runs/a.best.pt   # a checkpoint too
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import torch
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot
 from hik_sim.kinematics.rotations import position_error, rotation_error
@@ -37,7 +39,8 @@ from hik_sim.kinematics.rotations import position_error, rotation_error
 def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, object]:
     """The tail figures of one shipped network (see the module docstring)."""
     chain = Chain(get_robot(robot_name))
-    network = load_pretrained(robot_name, network_name)
+    network = (load_checkpoint(network_name, get_robot(robot_name))[0] if network_name.endswith(".pt")
+               else load_pretrained(robot_name, network_name))
     batch = make_eval_set(chain, TEST_SEED, targets).batch
     answers = network.solve_all(batch.pos, batch.quat).double()  # (B, H, n), the chosen one first
     q = answers[:, 0]
@@ -88,7 +91,7 @@ def markdown(rows: list[dict[str, object]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="network_tail", description=__doc__.splitlines()[0])
     parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
-    parser.add_argument("--networks", nargs="+", default=["harmoatt"], help="shipped networks (default harmoatt)")
+    parser.add_argument("--networks", nargs="+", default=["harmoatt"], help="shipped networks or checkpoint paths (default harmoatt)")
     parser.add_argument("--targets", type=int, default=10_000, help="test targets (default 10000)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     args = parser.parse_args(argv)
