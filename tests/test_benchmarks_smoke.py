@@ -136,6 +136,12 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
         assert row["rot_mean_deg"] == pytest.approx(metrics["rot_mean_deg"], rel=1e-9)
         assert 0.1 <= row["worst10_share_of_pos_mean"] <= 1  # the worst tenth makes at least a tenth
     assert "chosen_counts" not in rows[0] and sum(rows[1]["chosen_counts"]) == 400
+    checkpoint = tmp_path / "four.pt"  # a checkpoint path is a network too: the same rows as its shipped name
+    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)
+    assert tail.main(["--networks", str(checkpoint), "--targets", "400", "--out", str(tmp_path / "path")]) == 0
+    from_path = json.loads((tmp_path / "path" / "tail_irb120.json").read_text())["rows"][0]
+    assert from_path["network"] == str(checkpoint)
+    assert {k: v for k, v in from_path.items() if k != "network"} == {k: v for k, v in rows[1].items() if k != "network"}
 
 
 def test_inference_bench_quick_run_times_every_path_and_checks_agreement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
