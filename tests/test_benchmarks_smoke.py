@@ -388,3 +388,19 @@ def test_learning_curves_plots_curves_trained_elsewhere_side_by_side(tmp_path: P
     assert not (tmp_path / "out" / "learning_curves.json").exists()  # nothing trained
     with pytest.raises(SystemExit):
         curves.main(["--robots", "panda", "irb120", "--curves", f"big={tmp_path / 'a.curve.csv'}"])  # one robot's curves
+
+
+def test_flip_restarts_rows_are_the_solvers_own_results(tmp_path: Path) -> None:
+    """The table's rows for a robot with a flip (JVRC-1's wrist) and one without (the G1): four rows each,
+    flips off and on; without flips the two rows are the same solve."""
+    bench = _load_script("flip_restarts")
+    assert bench.main(["--robots", "jvrc1", "g1", "--targets", "60", "--single-targets", "20", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "flip_restarts.json").read_text())["rows"]
+    assert [(r["robot"], r["flip_restarts"]) for r in rows] == [(robot, flips) for robot in ("jvrc1", "g1")
+                                                              for _ in range(2) for flips in (False, True)]
+    assert rows[0]["flips"] == [7] and rows[4]["flips"] == []
+    for off, on in zip(rows[4::2], rows[5::2]):  # the G1 has no flip: flip_restarts changes nothing
+        assert off["evals_mean"] == on["evals_mean"] and off["success"] == on["success"]
+    for row in rows:
+        assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1
+    assert "HybridIK (batched)" in (tmp_path / "flip_restarts.md").read_text()

@@ -51,6 +51,7 @@ import torch
 from hik_sim.learning.data import JointSelection
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain, Pose
+from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
 from hik_sim.kinematics.symmetry import FirstJointSymmetry
 from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
@@ -863,10 +864,15 @@ class MultistartIK:
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
-              rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT) -> IKResult:
+              rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT,
+              flips: JointFlips | None = None) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
-    when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept."""
+    when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept.
+
+    With ``flips``, a round's run that ends short of ``finish`` is followed, for those targets, by LM
+    from its flip about each of ``flips.triples`` in turn (extra runs, not rounds: the seeds stay
+    the same; their cost is counted like any other)."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
@@ -878,12 +884,9 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     fk = torch.zeros(batch, dtype=torch.int64)
     jac = torch.zeros(batch, dtype=torch.int64)
     weight = refiner.rotation_weight
-    for round_index in range(rounds):
-        idx = torch.nonzero(~solved).flatten()
-        if idx.numel() == 0:
-            break
-        seeds = (first[idx, round_index] if first is not None and round_index < first.shape[1]
-                 else _random_configurations(chain, idx.numel(), rng))
+
+    def run_from(idx: torch.Tensor, seeds: torch.Tensor) -> torch.Tensor:
+        """LM for targets ``idx`` from ``seeds``; keeps improvements, counts the cost; returns the run's answers."""
         run = refiner.refine(pos[idx], quat[idx], seeds)  # its errors come with it: no FK here
         improved = run.pos_err + weight * run.rot_err < best_pos_err[idx] + weight * best_rot_err[idx]
         chosen = idx[improved]
@@ -895,6 +898,22 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         iterations[idx] += run.iterations
         fk[idx] += run.fk_evals
         jac[idx] += run.jac_evals
+        return run.q
+
+    for round_index in range(rounds):
+        idx = torch.nonzero(~solved).flatten()
+        if idx.numel() == 0:
+            break
+        seeds = (first[idx, round_index] if first is not None and round_index < first.shape[1]
+                 else _random_configurations(chain, idx.numel(), rng))
+        reached = run_from(idx, seeds)
+        if flips is None or not stop_early:
+            continue
+        for triple in flips.triples:
+            short = ~solved[idx]
+            if not bool(short.any()):
+                break
+            run_from(idx[short], flips.flip(reached[short], triple))
     return IKResult(best_q, best_pos_err, best_rot_err, refiner.tolerance.met(best_pos_err, best_rot_err), iterations, fk, jac)
 
 
@@ -914,12 +933,22 @@ class HybridIK:
     network is asked only for the targets that ``q_init``'s LM leaves short of it.
     ``fk_evals`` counts the H FK per target that order a network's H > 1 answers, where it was asked.
 
+    With ``flip_restarts`` (default), an LM run from a network answer or a restart that ends short
+    of ``finish`` is followed by LM from its flip about each of the chain's flip symmetries
+    (:class:`~hik_sim.kinematics.flips.JointFlips`: the IRB120's wrist, the Panda's shoulder, JVRC-1's
+    wrist), the same pose on the far side of a wrist limit that pinned the run. The
+    tracking run from ``q_init`` is not flipped (the arm would swap branches). Measured on 5,000 IRB120
+    targets (seed 777): 17.8 evaluations a target against 25.8 without, every target solved either way
+    (docs/benchmarks.md).
+
     Args:
         network: the trained network.
         refiner: the LM refiner (its selection must match the network's fixed joints).
-        restarts: restarts for targets the seeded LM leaves short of ``finish``.
+        restarts: restarts for targets the seeded LM leaves short of ``finish`` (flips not counted).
         seed: seed of the restarts (their stream is :func:`restart_rng`'s, never a target stream).
         finish: when a target needs no further restart (default :data:`~hik_sim.kinematics.tolerances.EXACT`).
+        flip_restarts: follow a run short of ``finish`` by LM from its flips (only flips of joints the
+            refiner moves).
 
     Raises:
         HikError: negative ``restarts``, or the network and the refiner fix different joints.
@@ -927,13 +956,14 @@ class HybridIK:
     """
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
-                 finish: Tolerance = EXACT) -> None:
+                 finish: Tolerance = EXACT, flip_restarts: bool = True) -> None:
         check_network_fits(network, refiner.chain)
         if restarts < 0:
             raise SolverError(f"restarts must be >= 0, got {restarts}")
         if dict(network.selection.fixed) != dict(refiner.selection.fixed):
             raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
         self.network, self.refiner, self.restarts, self.seed, self.finish = network, refiner, restarts, seed, finish
+        self.flips = JointFlips(refiner.chain, list(refiner.selection.free_index)) if flip_restarts else None
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
@@ -947,7 +977,7 @@ class HybridIK:
             """The network's answers (B, H, n), best first, then random restarts, for targets ``index`` (None: all)."""
             p, o = (pos, quat) if index is None else (pos[index], quat[index])
             seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
-            answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish)
+            answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish, flips=self.flips)
             return replace(answer, fk_evals=answer.fk_evals + choice)
 
         if q_init is not None:
@@ -991,7 +1021,8 @@ class SingleTargetIK:
     kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
     tracking: continuity, no jumps between solution branches), the network's answer (when a
     network is given), its other answers (a network with several hypotheses, best first), then
-    random configurations, until one succeeds.
+    random configurations, until one succeeds. A seed's run that ends short is followed by LM from
+    its flips (``flip_restarts``), the run from ``q_init`` excepted.
 
     The network runs as a :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs for one pose
     instead of torch's 0.2–2 ms; the float64 forward pass of the same weights, its answers ranked
@@ -1003,8 +1034,10 @@ class SingleTargetIK:
         tolerance: success criterion.
         max_iterations: LM iterations per seed.
         rotation_weight: weight of the rotation residual [m/rad].
-        restarts: seeds after the first ones fail: the network's other answers, then random ones.
+        restarts: seeds after the first ones fail: the network's other answers, then random ones (flips not counted).
         seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
+        flip_restarts: follow a seed's run that ends short of the tolerance by LM from its flips
+            (:class:`~hik_sim.kinematics.flips.JointFlips`), as :class:`HybridIK` does; not the run from ``q_init``.
 
     Raises:
         HikError: a network with fixed joints.
@@ -1013,7 +1046,7 @@ class SingleTargetIK:
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = SINGLE_TARGET_RESTARTS,
-                 seed: int = 0) -> None:
+                 seed: int = 0, flip_restarts: bool = True) -> None:
         from hik_sim.solvers.single_target import SingleTargetLM
 
         if network is not None:
@@ -1028,6 +1061,7 @@ class SingleTargetIK:
 
             self.fast_network = FastIKNetwork.from_network(network)  # the network's seed without torch at batch 1
         self.rng = restart_rng(seed)
+        self.flips = JointFlips(chain) if flip_restarts else None
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """The batch interface: each target in turn through :meth:`solve_one` (each from its ``q_init`` row when given).
@@ -1090,12 +1124,28 @@ class SingleTargetIK:
         best: LMAnswer | None = None
         iterations, fk_evals, jac_evals = 0, 0, 0
         weight = self.lm.rotation_weight
-        for make_seed in seeds:
-            answer = self.lm.refine(pos, quat, make_seed())
+        done = False
+
+        def run(start_q: np.ndarray) -> LMAnswer:
+            """LM from one start; the counts and the best answer kept, ``done`` once it is within the tolerance."""
+            nonlocal best, iterations, fk_evals, jac_evals, done
+            answer = self.lm.refine(pos, quat, start_q)
             iterations, fk_evals, jac_evals = iterations + answer.iterations, fk_evals + answer.evals, jac_evals + answer.jac_evals
             if best is None or answer.pos_err + weight * answer.rot_err < best.pos_err + weight * best.rot_err:
                 best = answer
-            if best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation:
+            done = best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation
+            return answer
+
+        flips = self.flips
+        for index, make_seed in enumerate(seeds):
+            reached = run(make_seed()).q
+            tracking = index == 0 and q_init is not None  # the current joints' run is not flipped: no branch swap
+            if flips is not None and not done and not tracking:
+                for triple in flips.triples:
+                    run(flips.flip(torch.from_numpy(reached[None]), triple)[0].numpy())
+                    if done:
+                        break
+            if done:
                 break
         if answers and hypotheses > 1:  # ordering the network's H answers cost H FK
             fk_evals += hypotheses
