@@ -870,9 +870,10 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
     when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept.
 
-    With ``flips``, a round's run that ends short of ``finish`` is followed, for those targets, by LM
-    from its flip about each of ``flips.triples`` in turn (extra runs, not rounds: the seeds stay
-    the same; their cost is counted like any other)."""
+    With ``flips``, a run from one of ``first``'s seeds that ends short of ``finish`` is followed, for
+    those targets, by LM from its flip about each of ``flips.triples`` in turn (extra runs, not
+    rounds: the seeds stay the same; their cost is counted like any other). Runs from random seeds
+    are not flipped: measured, that cost the Panda and JVRC-1 more than it saved."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
     chain, batch = refiner.chain, pos.shape[0]
@@ -904,10 +905,10 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
-        seeds = (first[idx, round_index] if first is not None and round_index < first.shape[1]
-                 else _random_configurations(chain, idx.numel(), rng))
+        given = first is not None and round_index < first.shape[1]
+        seeds = first[idx, round_index] if first is not None and given else _random_configurations(chain, idx.numel(), rng)
         reached = run_from(idx, seeds)
-        if flips is None or not stop_early:
+        if flips is None or not stop_early or not given:
             continue
         for triple in flips.triples:
             short = ~solved[idx]
@@ -933,8 +934,8 @@ class HybridIK:
     network is asked only for the targets that ``q_init``'s LM leaves short of it.
     ``fk_evals`` counts the H FK per target that order a network's H > 1 answers, where it was asked.
 
-    With ``flip_restarts`` (default), an LM run from a network answer or a restart that ends short
-    of ``finish`` is followed by LM from its flip about each of the chain's flip symmetries
+    With ``flip_restarts`` (default), an LM run from a network answer that ends short of ``finish``
+    is followed by LM from its flip about each of the chain's flip symmetries
     (:class:`~hik_sim.kinematics.flips.JointFlips`: the IRB120's wrist, the Panda's shoulder, JVRC-1's
     wrist), the same pose on the far side of a wrist limit that pinned the run. The
     tracking run from ``q_init`` is not flipped (the arm would swap branches). Measured on 5,000 IRB120
@@ -1120,6 +1121,9 @@ class SingleTargetIK:
             restarts -= alternatives
         if not seeds:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
+        # Flipped when short: the network's answers, or the home configuration; not q_init (the arm would swap
+        # branches while tracking), not the random restarts (measured: that cost more than it saved).
+        flipped = range(1 if q_init is not None else 0, len(seeds)) if self.flips is not None else range(0)
         seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
         best: LMAnswer | None = None
         iterations, fk_evals, jac_evals = 0, 0, 0
@@ -1136,13 +1140,12 @@ class SingleTargetIK:
             done = best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation
             return answer
 
-        flips = self.flips
         for index, make_seed in enumerate(seeds):
             reached = run(make_seed()).q
-            tracking = index == 0 and q_init is not None  # the current joints' run is not flipped: no branch swap
-            if flips is not None and not done and not tracking:
-                for triple in flips.triples:
-                    run(flips.flip(torch.from_numpy(reached[None]), triple)[0].numpy())
+            if not done and index in flipped:
+                assert self.flips is not None  # flipped is empty without flips
+                for triple in self.flips.triples:
+                    run(self.flips.flip(torch.from_numpy(reached[None]), triple)[0].numpy())
                     if done:
                         break
             if done:
