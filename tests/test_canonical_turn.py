@@ -111,6 +111,10 @@ def test_bad_canonical_turn_options_are_hik_errors() -> None:
         IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": True, "clamp_in_training": 1}, chain)
     with pytest.raises(HikError, match="clamp_in_training is an option of canonical_turn networks"):
         IKNetwork("mlp", lower, upper, normalizer, selection, {"clamp_in_training": True}, chain)
+    with pytest.raises(HikError, match="turn_input is an option of canonical_turn networks"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"turn_input": True}, chain)
+    with pytest.raises(HikError, match="turn_input is for the models harmoatt, mlp, not 'cycleik'"):
+        IKNetwork("cycleik", lower, upper, normalizer, selection, {"canonical_turn": True, "turn_input": True}, chain)
 
 
 def test_clamp_in_training_trains_on_the_answers_the_network_gives_once_trained() -> None:
@@ -162,12 +166,15 @@ def test_a_canonical_network_trains_round_trips_and_resumes(tmp_path) -> None:  
 BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
 
 
+@pytest.mark.parametrize("turn_input", [False, True])
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("robot_id", ["irb120", "g1"])
 @pytest.mark.parametrize("kind", ["harmoatt", "mlp"])
-def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id: str, kind: str, backend: str) -> None:
+def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id: str, kind: str, backend: str,
+                                                                        turn_input: bool) -> None:
     chain = Chain(robot_by_id(robot_id))
-    options = {**(SMALL if kind == "harmoatt" else {"hidden": 24, "layers": 2}), "hypotheses": 3, "canonical_turn": True}
+    options = {**(SMALL if kind == "harmoatt" else {"hidden": 24, "layers": 2}), "hypotheses": 3, "canonical_turn": True,
+               "turn_input": turn_input}
     selection = JointSelection.for_chain(chain)
     lower, upper = chain.limits(torch.float32)
     network = IKNetwork(kind, lower, upper, PoseNormalizer.measure(chain, selection, samples=2000), selection, options, chain)
@@ -178,12 +185,52 @@ def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id
     targets = make_eval_set(chain, 3, 100).batch
     reference = copy.deepcopy(network).double()
     want = reference.solve_all(targets.pos, targets.quat).numpy()
+    if turn_input and backend == "numba":  # no compiled path for the two more inputs: said, and auto takes numpy
+        with pytest.raises(HikError, match="no path for a turn_input network"):
+            FastIKNetwork.from_network(network, backend=backend)
+        backend = "auto"
     fast = FastIKNetwork.from_network(network, backend=backend)
+    assert fast.backend == ("numpy" if turn_input else backend)
     got = np.stack([fast.solve_all(p, q) for p, q in zip(targets.pos.numpy(), targets.quat.numpy())])
     assert np.abs(got - want).max() < 1e-5
     assert ((got >= np.asarray(chain.robot.lower)) & (got <= np.asarray(chain.robot.upper))).all()
     with pytest.raises(HikError, match="finite"):
         fast.solve(np.array([np.nan, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_turn_input_gives_the_model_the_turn_and_only_it() -> None:
+    """With turn_input the model sees (canonical position, cos, sin, canonical quaternion): two poses with one
+    canonical pose, turned apart, get different canonical answers (the model can tell which turn allows
+    which branch) and the same ones once the weights that read the turn are zero (nothing else changed)."""
+    chain = Chain(robot_by_id("irb120"))
+    network = _network(chain, {**SMALL, "canonical_turn": True, "turn_input": True}, scale=0.3)
+    assert network.turn_input and network.model.pos_embed[0].in_features == 5
+    symmetry = FirstJointSymmetry(chain)
+    targets = make_eval_set(chain, 8, 50).batch
+    turned = symmetry.move(targets.pos, targets.quat, 0.7)
+    with torch.no_grad():
+        first, second = network(targets.pos, targets.quat).q, network(*turned).q
+        assert (first[:, 1:] - second[:, 1:]).abs().max() > 1e-4  # the turn reached the model
+        network.model.pos_embed[0].weight[:, 3:] = 0.0  # the columns of cos and sin
+        first, second = network(targets.pos, targets.quat).q, network(*turned).q
+    assert (first[:, 1:] - second[:, 1:]).abs().max() < 1e-9
+    wrapped = torch.remainder(second[:, 0] - first[:, 0] - 0.7 + math.pi, 2 * math.pi) - math.pi
+    inside = (second[:, 0] > chain.robot.lower[0] + 1e-6) & (second[:, 0] < chain.robot.upper[0] - 1e-6)
+    inside &= (first[:, 0] > chain.robot.lower[0] + 1e-6) & (first[:, 0] < chain.robot.upper[0] - 1e-6)
+    assert bool(inside.any()) and wrapped[inside].abs().max() < 1e-9
+
+
+def test_a_turn_input_network_trains_and_round_trips(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "turn_input.pt"
+    options = tuple(SMALL.items()) + (("hypotheses", 2), ("canonical_turn", True), ("turn_input", True))
+    config = TrainConfig(model="harmoatt", steps=40, batch=128, lr=3e-3, warmup_steps=5, model_options=options,
+                         eval_size=256, eval_every=20, normalizer_samples=5000, device="cpu")
+    result = train(robot_by_id("irb120"), config, out=path, progress=False)
+    assert result.history[-1]["pos_mean_mm"] < result.history[0]["pos_mean_mm"]
+    loaded, card = load_checkpoint(path)
+    assert loaded.turn_input and card.model_options["turn_input"] is True
+    targets = make_eval_set(Chain(robot_by_id("irb120")), 5, 100).batch
+    assert torch.equal(loaded.solve(targets.pos, targets.quat), result.network.solve(targets.pos, targets.quat))
 
 
 def test_the_closed_loop_policy_asks_a_canonical_network_no_turned_queries() -> None:

@@ -170,6 +170,8 @@ class FastIKNetwork:
         self._pos_min = np.asarray(pos_min, dtype=np.float64)
         self._pos_span = np.asarray(pos_max, dtype=np.float64) - self._pos_min
         self._x = np.empty(7)
+        self._turn_input = False  # set by from_network: (cos, sin) of the turn sit between position and quaternion
+        self._x_turn = np.empty(9)
         self._ranked: Ranked | None = None  # answers, their choice and the network in one compiled call (numba, H > 1)
         self._turn: _CanonicalTurn | None = None  # set by from_network for a canonical_turn network
         if parts.ranked is not None and geometry is not None and hypotheses > 1:
@@ -206,8 +208,12 @@ class FastIKNetwork:
             raise ModelError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
         if backend == "numba" and not numba_available():
             raise ModelError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
+        turn_input = bool(getattr(network, "turn_input", False))
+        if turn_input and backend == "numba":
+            raise ModelError("the numba backend has no path for a turn_input network (its model reads the turn as "
+                             "two more inputs); use backend='numpy' or 'auto'")
         if backend == "auto":
-            backend = "numba" if numba_available() else "numpy"
+            backend = "numba" if numba_available() and not turn_input else "numpy"
         selection = network.selection
         if kinematics is not None and tuple(kinematics.robot.joint_names) != tuple(selection.joint_names):
             raise ModelError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
@@ -250,6 +256,7 @@ class FastIKNetwork:
         fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
                    kinematics if hypotheses > 1 else None, geometry)
         fast._turn = turn
+        fast._turn_input = turn_input
         return fast
 
     @staticmethod
@@ -312,8 +319,9 @@ class FastIKNetwork:
             HikError: ``x`` is not a finite (7,) vector.
         """
         x = np.array(x, dtype=np.float64)
-        if x.shape != (7,) or not np.isfinite(x).all():
-            raise ModelError(f"a normalised input must be a finite (7,) vector, got shape {x.shape}")
+        width = 9 if self._turn_input else 7
+        if x.shape != (width,) or not np.isfinite(x).all():
+            raise ModelError(f"a normalised input must be a finite ({width},) vector, got shape {x.shape}")
         return self._forward(x)
 
     def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -322,20 +330,27 @@ class FastIKNetwork:
             status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
             if status:
                 raise self._bad_pose(status, pos, quat)
-            free = self._answers(canonical_pos, canonical_quat, (pos, quat))
+            free = self._answers(canonical_pos, canonical_quat, (pos, quat), azimuth if self._turn_input else None)
             self._turn.back(free, azimuth)
             return free
         return self._answers(pos, quat)
 
-    def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None,
+                 azimuth: float | None = None) -> np.ndarray:
         """(H, m) free-joint answers of the model for a pose, clamped to the model's limits; an error names
-        the ``given`` pose (the one asked about, before any turn) or else this one."""
+        the ``given`` pose (the one asked about, before any turn) or else this one. ``azimuth`` [rad]: the
+        turn given to a ``turn_input`` model as (cos, sin)."""
         if self._fused is not None:
             status, free = self._fused(pos, quat)
             if status:
                 raise self._bad_pose(status, *(given or (pos, quat)))
             return free
-        free = self._forward(self._input(pos, quat))
+        x = self._input(pos, quat)
+        if azimuth is not None:
+            x_turn = self._x_turn
+            x_turn[:3], x_turn[3], x_turn[4], x_turn[5:] = x[:3], math.cos(azimuth), math.sin(azimuth), x[3:]
+            x = x_turn
+        free = self._forward(x)
         if not np.isfinite(free).all():
             raise self._bad_pose(3, *(given or (pos, quat)))
         # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
@@ -656,13 +671,14 @@ def _harmoatt_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     gelus = [m for m in model.modules() if isinstance(m, nn.GELU)]
     pre, post, gelu = _gelu_ops(_check_gelus(gelus))
 
-    # embeddings: two Linear–GELU–Linear stacks on x[:3] and x[3:] → one block-diagonal pair
+    # embeddings: two Linear–GELU–Linear stacks on x[:P] and x[P:] (P = 3, or 5 with the turn) → one block-diagonal pair
     pos_embed, ori_embed = list(model.pos_embed), list(model.ori_embed)
     (pw1, pb1), (ow1, ob1) = _linear(pos_embed[0], pre), _linear(ori_embed[0], pre)
     (pw2, pb2), (ow2, ob2) = _linear(pos_embed[2], post_of_input=post), _linear(ori_embed[2], post_of_input=post)
     hidden_p, hidden_o = pw1.shape[0], ow1.shape[0]
-    embed1 = np.zeros((hidden_p + hidden_o, 7))
-    embed1[:hidden_p, :3], embed1[hidden_p:, 3:] = pw1, ow1
+    position_inputs = pw1.shape[1]
+    embed1 = np.zeros((hidden_p + hidden_o, position_inputs + 4))
+    embed1[:hidden_p, :position_inputs], embed1[hidden_p:, position_inputs:] = pw1, ow1
     embed_b1 = np.concatenate((pb1, ob1))
     embed2 = np.zeros((width, hidden_p + hidden_o))
     split = pw2.shape[0]

@@ -22,6 +22,14 @@ network never learns that the branch is out of reach for that turn. With ``clamp
 (``--model-option clamp_in_training=true``) training sees the clamped answer, what the network will
 answer: its miss is a loss, and with several answers another one learns the branch that the range
 allows (the clamped value passes no gradient to the first joint).
+
+Even so a canonical network cannot tell which branch the range allows: two poses that differ only by
+their turn have one canonical pose, and where one turn puts the first joint's answer beyond its
+range and the other does not, the model must answer both alike. With ``turn_input``
+(``--model-option turn_input=true``, a ``canonical_turn`` network, HarmoAtt-IK or the MLP) the turn
+is given back to the model as (cos, sin) of the azimuth beside the canonical position: its input is
+(canonical position (3), cos, sin, canonical quaternion (4)), 9 wide, and HarmoAtt-IK embeds the
+first five as the position. The answer's first joint is still the canonical one plus the turn.
 """
 
 from __future__ import annotations
@@ -45,13 +53,17 @@ from hik_sim.kinematics.tolerances import SUCCESS
 if TYPE_CHECKING:
     from hik_sim.learning.checkpoint import Card
 
-__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "as_targets"]
+__all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "TURN_INPUT",
+           "as_targets"]
 
 CANONICAL_TURN = "canonical_turn"
 """The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
 CLAMP_IN_TRAINING = "clamp_in_training"
 """The model option (bool) of a ``canonical_turn`` network that trains on its clamped first joint (:class:`IKNetwork`)."""
-_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING)  # options of the network, not passed on to its model
+TURN_INPUT = "turn_input"
+"""The model option (bool) of a ``canonical_turn`` network that gives its model the turn as (cos, sin) (:class:`IKNetwork`)."""
+_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING, TURN_INPUT)  # options of the network, not passed on to its model
+_TURN_INPUT_MODELS = ("harmoatt", "mlp")
 
 CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
@@ -123,15 +135,16 @@ class IKNetwork(nn.Module):
         upper: (n,) upper limits.
         normalizer: the input normalisation.
         selection: which joints are fixed (the model outputs the free ones).
-        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN` and
-            :data:`CLAMP_IN_TRAINING` (bools, not passed on).
+        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN`,
+            :data:`CLAMP_IN_TRAINING` and :data:`TURN_INPUT` (bools, not passed on).
         chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1, and for
             ``canonical_turn``.
 
     Raises:
         HikError: a model with several hypotheses and no chain; ``canonical_turn`` or ``clamp_in_training``
             not a bool; ``canonical_turn`` without a chain, or for a chain whose first joint is prismatic or
-            fixed; ``clamp_in_training`` without ``canonical_turn``.
+            fixed; ``clamp_in_training`` or ``turn_input`` without ``canonical_turn``; ``turn_input`` for a model
+            other than HarmoAtt-IK and the MLP.
     """
 
     card: Card  # set by the loaders (load_pretrained, make_solver) on a network read from a checkpoint; absent otherwise
@@ -145,14 +158,23 @@ class IKNetwork(nn.Module):
         self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
         index = selection.free_index
         options = {k: v for k, v in self.model_options.items() if k not in _NETWORK_OPTIONS}
-        canonical, clamped = (self.model_options.get(name, False) for name in _NETWORK_OPTIONS)
-        for name, value in zip(_NETWORK_OPTIONS, (canonical, clamped)):
+        canonical, clamped, turn_input = (self.model_options.get(name, False) for name in _NETWORK_OPTIONS)
+        for name, value in zip(_NETWORK_OPTIONS, (canonical, clamped, turn_input)):
             if not isinstance(value, bool):
                 raise ModelError(f"{name} must be true or false, got {value!r}")
-        if clamped and not canonical:
-            raise ModelError(f"{CLAMP_IN_TRAINING} is an option of {CANONICAL_TURN} networks: give {CANONICAL_TURN}=true too")
+        for name, value in ((CLAMP_IN_TRAINING, clamped), (TURN_INPUT, turn_input)):
+            if value and not canonical:
+                raise ModelError(f"{name} is an option of {CANONICAL_TURN} networks: give {CANONICAL_TURN}=true too")
+        if turn_input:
+            if kind not in _TURN_INPUT_MODELS:
+                raise ModelError(f"{TURN_INPUT} is for the models {', '.join(_TURN_INPUT_MODELS)}, not {kind!r}")
+            if kind == "harmoatt":
+                options["position_inputs"] = 5  # the canonical position and (cos, sin) embedded together
+            else:
+                options["in_features"] = 9
         self.canonical_turn = canonical
         self.clamp_in_training = clamped
+        self.turn_input = turn_input
         self.symmetry: FirstJointSymmetry | None = None
         model_lower, model_upper = lower[index].clone(), upper[index].clone()
         if canonical:
@@ -194,7 +216,11 @@ class IKNetwork(nn.Module):
             out = self.model(self.normalizer(pos, quat))
         else:
             azimuth = self.symmetry.azimuth(pos)
-            out = self._turn_back(self.model(self.normalizer(*self.symmetry.move_each(pos, quat, -azimuth))), azimuth)
+            x = self.normalizer(*self.symmetry.move_each(pos, quat, -azimuth))
+            if self.turn_input:  # (canonical position, cos, sin, canonical quaternion)
+                turn = azimuth.to(x)[:, None]
+                x = torch.cat((x[:, :3], torch.cos(turn), torch.sin(turn), x[:, 3:]), dim=1)
+            out = self._turn_back(self.model(x), azimuth)
         if out.candidates is None:
             return out._replace(q=self.selection.expand(out.q))
         batch, hypotheses, free = out.candidates.shape

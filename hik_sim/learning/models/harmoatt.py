@@ -171,6 +171,9 @@ class HarmoAttIK(nn.Module):
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
         hypotheses: answers per pose (see :class:`~hik_sim.learning.models.common.LimitHead`).
+        position_inputs: P, the input's leading features embedded as the position (3; 5 for a network whose
+            first joint's turn is given back as (cos, sin), :class:`~hik_sim.learning.network.IKNetwork`'s
+            ``turn_input``); the next 4 are the quaternion.
 
     Raises:
         HikError: sizes below their minimum, an unknown trunk, or an option of the other trunk.
@@ -178,7 +181,8 @@ class HarmoAttIK(nn.Module):
 
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, channels: int = 24, positions: int = 16, blocks: int = 2,
                  embed_hidden: int = 128, trunk: str = "dense", feed_forward: int | None = None, head_hidden: int | None = None,
-                 attention: bool = True, tau_min: float = 0.25, tau_max: float = 4.0, hypotheses: int = 1) -> None:
+                 attention: bool = True, tau_min: float = 0.25, tau_max: float = 4.0, hypotheses: int = 1,
+                 position_inputs: int = 3) -> None:
         super().__init__()
         if channels < 2 or positions < 2 or blocks < 1:
             raise ModelError(f"HarmoAtt-IK needs channels >= 2, positions >= 2, blocks >= 1; got {channels}, {positions}, {blocks}")
@@ -187,10 +191,14 @@ class HarmoAttIK(nn.Module):
         if (trunk == "dense" and head_hidden is not None) or (trunk == "map" and feed_forward is not None):
             raise ModelError(f"the {trunk!r} trunk takes " + ("feed_forward, not head_hidden" if trunk == "dense" else
                                                             "head_hidden, not feed_forward"))
+        if position_inputs < 1:
+            raise ModelError(f"HarmoAtt-IK needs position_inputs >= 1, got {position_inputs}")
         self.channels, self.positions, self.trunk = channels, positions, trunk
+        self.position_inputs = position_inputs
         self.pos_positions = positions // 2
         ori_positions = positions - self.pos_positions
-        self.pos_embed = nn.Sequential(nn.Linear(3, embed_hidden), nn.GELU(), nn.Linear(embed_hidden, channels * self.pos_positions))
+        self.pos_embed = nn.Sequential(nn.Linear(position_inputs, embed_hidden), nn.GELU(),
+                                       nn.Linear(embed_hidden, channels * self.pos_positions))
         self.ori_embed = nn.Sequential(nn.Linear(4, embed_hidden), nn.GELU(), nn.Linear(embed_hidden, channels * ori_positions))
         self.position_code = nn.Parameter(torch.zeros(1, positions, channels))
         width = channels * positions
@@ -213,11 +221,11 @@ class HarmoAttIK(nn.Module):
         nn.init.normal_(self.position_code, std=0.02)
 
     def forward(self, x: torch.Tensor) -> IKOutput:
-        """(B, 7) normalised pose → :class:`IKOutput` with q (B, m), fusion weights (B, K, 3), temperatures (B, K)
-        (and candidates (B, H, m) when H > 1)."""
-        batch = x.shape[0]
-        pos_map = self.pos_embed(x[:, :3]).view(batch, self.pos_positions, self.channels)
-        ori_map = self.ori_embed(x[:, 3:]).view(batch, -1, self.channels)
+        """(B, P + 4) normalised pose (P = ``position_inputs``, 3 by default) → :class:`IKOutput` with q (B, m),
+        fusion weights (B, K, 3), temperatures (B, K) (and candidates (B, H, m) when H > 1)."""
+        batch, split = x.shape[0], self.position_inputs
+        pos_map = self.pos_embed(x[:, :split]).view(batch, self.pos_positions, self.channels)
+        ori_map = self.ori_embed(x[:, split:]).view(batch, -1, self.channels)
         features = torch.cat((pos_map, ori_map), dim=1) + self.position_code  # (B, L, C)
         weights, temperatures = [], []
         for block in self.blocks:
