@@ -154,7 +154,7 @@ class FastIKNetwork:
     def __init__(self, parts: "_Parts", backend: str, joint_names: Sequence[str], free_index: Sequence[int],
                  fixed_values: np.ndarray, limits: tuple[np.ndarray, np.ndarray], pos_min: np.ndarray, pos_max: np.ndarray,
                  hypotheses: int, kinematics: "SingleTargetKinematics | None", geometry: np.ndarray | None) -> None:
-        self._forward, self._fused = parts.forward, parts.fused
+        self._forward, self._fused, self._set_turn = parts.forward, parts.fused, parts.set_turn
         self.backend = backend
         self.joint_names = tuple(joint_names)
         self.dof = len(self.joint_names)
@@ -209,11 +209,8 @@ class FastIKNetwork:
         if backend == "numba" and not numba_available():
             raise ModelError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
         turn_input = bool(getattr(network, "turn_input", False))
-        if turn_input and backend == "numba":
-            raise ModelError("the numba backend has no path for a turn_input network (its model reads the turn as "
-                             "two more inputs); use backend='numpy' or 'auto'")
         if backend == "auto":
-            backend = "numba" if numba_available() and not turn_input else "numpy"
+            backend = "numba" if numba_available() else "numpy"
         selection = network.selection
         if kinematics is not None and tuple(kinematics.robot.joint_names) != tuple(selection.joint_names):
             raise ModelError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
@@ -244,9 +241,10 @@ class FastIKNetwork:
         pos_min, pos_max = _array(normalizer.pos_min), _array(normalizer.pos_max)
         model = network.model
         if isinstance(model, (MLPIK, CycleIKGenerator)):  # RegressionIK is an MLPIK; CycleIK's trunk is laid out alike
-            parts = _numba_mlp(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_mlp_forward(model))
+            parts = _numba_mlp(model, pos_min, pos_max, limits, turn_input) if backend == "numba" else _Parts(_mlp_forward(model))
         elif isinstance(model, HarmoAttIK):
-            parts = _numba_harmoatt(model, pos_min, pos_max, limits) if backend == "numba" else _Parts(_harmoatt_forward(model))
+            parts = (_numba_harmoatt(model, pos_min, pos_max, limits, turn_input) if backend == "numba"
+                     else _Parts(_harmoatt_forward(model)))
         else:
             raise ModelError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
         template = np.zeros(len(selection.joint_names))
@@ -322,6 +320,9 @@ class FastIKNetwork:
         width = 9 if self._turn_input else 7
         if x.shape != (width,) or not np.isfinite(x).all():
             raise ModelError(f"a normalised input must be a finite ({width},) vector, got shape {x.shape}")
+        if self._set_turn is not None:  # compiled: (cos, sin) become the first layer's bias, the kernel reads 7
+            self._set_turn(math.atan2(x[4], x[3]))
+            return self._forward(np.concatenate((x[:3], x[5:])))
         return self._forward(x)
 
     def _free(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -330,7 +331,10 @@ class FastIKNetwork:
             status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
             if status:
                 raise self._bad_pose(status, pos, quat)
-            free = self._answers(canonical_pos, canonical_quat, (pos, quat), azimuth if self._turn_input else None)
+            if self._set_turn is not None:  # compiled: the turn enters the first layer as its bias
+                self._set_turn(azimuth)
+            free = self._answers(canonical_pos, canonical_quat, (pos, quat),
+                                 azimuth if self._turn_input and self._set_turn is None else None)
             self._turn.back(free, azimuth)
             return free
         return self._answers(pos, quat)
@@ -477,6 +481,8 @@ class FastIKNetwork:
         status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
         if status:
             raise self._bad_pose(status, pos, quat)
+        if self._set_turn is not None:
+            self._set_turn(azimuth)
         status, answers, scores, best = self._ranked(canonical_pos, canonical_quat)
         if status:
             raise self._bad_pose(status, pos, quat)
@@ -535,11 +541,13 @@ class _Parts(NamedTuple):
     quaternion, 3 answer not finite, 4 position too far); and (numba) ``ranked(G, template,
     free_index, tolerance)``, which makes the :data:`Ranked` call that chooses among the answers too
     (G: the flat chain geometry; template (n,): the fixed joints' values; free_index (m,); tolerance:
-    the score's position [m] and rotation [rad] units)."""
+    the score's position [m] and rotation [rad] units). For a ``turn_input`` network (numba), ``set_turn(azimuth)``
+    writes the turn's (cos, sin) into the first layer's bias before a call, so the kernels read the usual 7 inputs."""
 
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
     ranked: Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]], Ranked] | None = None
+    set_turn: Callable[[float], None] | None = None
 
 
 def _ranked_maker(kernel: Callable[..., tuple[int, int]], weights: tuple[np.ndarray, ...], x: np.ndarray, work: np.ndarray,
@@ -945,11 +953,43 @@ def _norm_limits(pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndar
 
 
 _NO_NORM = -2
+
+
+class _TurnBias(NamedTuple):
+    """A ``turn_input`` model's first layer for the compiled kernels: its input is (position (3), cos, sin,
+    quaternion (4)) but the kernels read 7 inputs, so the columns of cos and sin leave the weight and enter
+    the bias, ``b' = b + W_cos·cos α + W_sin·sin α``, written into the packed weights before each call."""
+
+    slot: int  # the bias's offset in the packed weights
+    bias: np.ndarray  # (h,) float64
+    columns: np.ndarray  # (h, 2) float64: the weight's columns of cos and sin
+
+    def setter(self, packed: np.ndarray) -> Callable[[float], None]:
+        """``set_turn(α)`` for the packed weights (exact up to their dtype)."""
+        def set_turn(azimuth: float) -> None:
+            packed[self.slot:self.slot + self.bias.size] = self.bias + self.columns @ np.array((math.cos(azimuth), math.sin(azimuth)))
+
+        return set_turn
+
+
+def _first_layer(pack: _Pack, layer: Any, turn_input: bool) -> tuple[int, int, _TurnBias | None]:
+    """Pack the first layer: its weight's and bias's offsets, and for a ``turn_input`` model its :class:`_TurnBias`
+    (the weight packed without the columns of cos and sin, 3 and 4)."""
+    import torch
+
+    if not turn_input:
+        return pack.add(layer.weight), pack.add(layer.bias), None
+    weight = layer.weight.detach()
+    weight_slot, bias_slot = pack.add(torch.cat((weight[:, :3], weight[:, 5:]), dim=1)), pack.add(layer.bias)
+    return weight_slot, bias_slot, _TurnBias(bias_slot, layer.bias.detach().double().cpu().numpy(),
+                                            weight[:, 3:5].double().cpu().numpy())
 """A LayerNorm slot of the numba layout that holds no LayerNorm: the map passes unchanged."""
 
 
-def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
-    """The MLP as one compiled call (:func:`hik_sim.learning._fast_numba.mlp_forward`)."""
+def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
+               turn_input: bool = False) -> _Parts:
+    """The MLP as one compiled call (:func:`hik_sim.learning._fast_numba.mlp_forward`); ``turn_input``: its first
+    layer reads the turn (:class:`_TurnBias`)."""
     from torch import nn
 
     from hik_sim.learning import _fast_numba
@@ -965,12 +1005,19 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
     pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
     joints = head.center.numel()
     outputs = head.linear.out_features
-    in_features = linears[0].in_features if linears else head.linear.in_features
+    if turn_input and not linears:
+        raise ModelError("no fast path for a turn_input MLP without layers")
+    in_features = 7 if linears else head.linear.in_features  # a turn_input model's 9: its turn goes to the bias
     widths = [in_features] + [layer.out_features for layer in linears]
     slots = [int(tanh_form), len(linears), in_features, outputs, joints, pack.add(head.linear.weight), pack.add(head.linear.bias),
              pack.add(head.center), pack.add(head.half_range), max(widths)]
-    for layer in linears:
-        slots += [pack.add(layer.weight), pack.add(layer.bias), layer.out_features, layer.in_features]
+    turn = None
+    for k, layer in enumerate(linears):
+        if k == 0:
+            weight_slot, bias_slot, turn = _first_layer(pack, layer, turn_input)
+            slots += [weight_slot, bias_slot, layer.out_features, in_features]
+        else:
+            slots += [pack.add(layer.weight), pack.add(layer.bias), layer.out_features, layer.in_features]
     P, I = pack.array(), np.asarray(slots, dtype=np.int64)
     work = np.zeros((2, max(widths)))
     hypotheses = outputs // joints
@@ -986,11 +1033,14 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
         out = np.empty(outputs)
         return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
 
-    return _Parts(forward, fused, _ranked_maker(_fast_numba.mlp_solve_ranked, (P, I, N), x, work, outputs, hypotheses))
+    return _Parts(forward, fused, _ranked_maker(_fast_numba.mlp_solve_ranked, (P, I, N), x, work, outputs, hypotheses),
+                  None if turn is None else turn.setter(P))
 
 
-def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray]) -> _Parts:
-    """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._fast_numba.harmoatt_forward`)."""
+def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
+                    turn_input: bool = False) -> _Parts:
+    """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._fast_numba.harmoatt_forward`); ``turn_input``: its
+    position embedding reads the turn (:class:`_TurnBias`)."""
     from torch import nn
 
     from hik_sim.learning import _fast_numba
@@ -1026,9 +1076,13 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         raise ModelError("no fast path for a HarmoAtt-IK network that mixes the dense and map trunks")
     ff_hidden = list(first_ff.mix)[0].out_features if dense_ff else list(first_ff)[1].out_features
     r = blocks[0].channel_gate[0].out_features
+    if pos_embed[0].in_features != (5 if turn_input else 3):
+        raise ModelError(f"no fast path for a position embedding of {pos_embed[0].in_features} inputs "
+                         f"({'5 with' if turn_input else '3 without'} turn_input)")
+    embed_weight, embed_bias, turn = _first_layer(pack, pos_embed[0], turn_input)
     slots = [int(tanh_form), len(blocks), C, L, int(model.pos_positions), pos_embed[0].out_features, ori_embed[0].out_features,
              int(dense_ff), head_hidden, head.linear.out_features, head.center.numel(),
-             pack.add(pos_embed[0].weight), pack.add(pos_embed[0].bias), pack.add(pos_embed[2].weight), pack.add(pos_embed[2].bias),
+             embed_weight, embed_bias, pack.add(pos_embed[2].weight), pack.add(pos_embed[2].bias),
              pack.add(ori_embed[0].weight), pack.add(ori_embed[0].bias), pack.add(ori_embed[2].weight), pack.add(ori_embed[2].bias),
              pack.add(model.position_code), *trunk_slots, pack.add(head.linear.weight), pack.add(head.linear.bias),
              pack.add(head.center), pack.add(head.half_range), r, ff_hidden]
@@ -1087,4 +1141,4 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
     return _Parts(forward, fused, _ranked_maker(_fast_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
-                                                outputs // joints))
+                                                outputs // joints), None if turn is None else turn.setter(P))
