@@ -1022,8 +1022,9 @@ class SingleTargetIK:
     kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
     tracking: continuity, no jumps between solution branches), the network's answer (when a
     network is given), its other answers (a network with several hypotheses, best first), then
-    random configurations, until one succeeds. A seed's run that ends short is followed by LM from
-    its flips (``flip_restarts``), the run from ``q_init`` excepted.
+    random configurations, until one succeeds. A run from a network answer (or the home pose) that
+    ends short is followed by LM from its flips (``flip_restarts``); the runs from ``q_init`` and
+    from random restarts are not.
 
     The network runs as a :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs for one pose
     instead of torch's 0.2–2 ms; the float64 forward pass of the same weights, its answers ranked
@@ -1037,8 +1038,8 @@ class SingleTargetIK:
         rotation_weight: weight of the rotation residual [m/rad].
         restarts: seeds after the first ones fail: the network's other answers, then random ones (flips not counted).
         seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
-        flip_restarts: follow a seed's run that ends short of the tolerance by LM from its flips
-            (:class:`~hik_sim.kinematics.flips.JointFlips`), as :class:`HybridIK` does; not the run from ``q_init``.
+        flip_restarts: follow a network answer's (or the home pose's) run that ends short of the tolerance by
+            LM from its flips (:class:`~hik_sim.kinematics.flips.JointFlips`), as :class:`HybridIK` does.
 
     Raises:
         HikError: a network with fixed joints.
