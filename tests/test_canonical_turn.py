@@ -191,7 +191,7 @@ def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id
     assert ((got >= np.asarray(chain.robot.lower)) & (got <= np.asarray(chain.robot.upper))).all()
     one = np.stack([fast.candidates(p, q) for p, q in zip(targets.pos.numpy(), targets.quat.numpy())])
     assert np.abs(one - reference.candidates(targets.pos, targets.quat).numpy()).max() < 1e-5  # the uncompiled call too
-    x = torch.tensor([[0.1, -0.2, 0.3, 0.6, 0.8, 0.5, 0.5, 0.5, 0.5] if turn_input else [0.1, -0.2, 0.3, 0.5, 0.5, 0.5, 0.5]],
+    x = torch.tensor([[0.1, -0.2, 0.3, 0.3, 0.9, 0.5, 0.5, 0.5, 0.5] if turn_input else [0.1, -0.2, 0.3, 0.5, 0.5, 0.5, 0.5]],
                      dtype=torch.float64)
     model_answers = reference.model(x).candidates[0].detach().numpy()  # the bare model: x is its input
     assert np.abs(fast.forward(x[0].numpy()) - model_answers).max() < 1e-5

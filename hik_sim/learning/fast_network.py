@@ -321,7 +321,7 @@ class FastIKNetwork:
         if x.shape != (width,) or not np.isfinite(x).all():
             raise ModelError(f"a normalised input must be a finite ({width},) vector, got shape {x.shape}")
         if self._set_turn is not None:  # compiled: (cos, sin) become the first layer's bias, the kernel reads 7
-            self._set_turn(math.atan2(x[4], x[3]))
+            self._set_turn(x[3], x[4])
             return self._forward(np.concatenate((x[:3], x[5:])))
         return self._forward(x)
 
@@ -332,7 +332,7 @@ class FastIKNetwork:
             if status:
                 raise self._bad_pose(status, pos, quat)
             if self._set_turn is not None:  # compiled: the turn enters the first layer as its bias
-                self._set_turn(azimuth)
+                self._set_turn(math.cos(azimuth), math.sin(azimuth))
             free = self._answers(canonical_pos, canonical_quat, (pos, quat),
                                  azimuth if self._turn_input and self._set_turn is None else None)
             self._turn.back(free, azimuth)
@@ -482,7 +482,7 @@ class FastIKNetwork:
         if status:
             raise self._bad_pose(status, pos, quat)
         if self._set_turn is not None:
-            self._set_turn(azimuth)
+            self._set_turn(math.cos(azimuth), math.sin(azimuth))
         status, answers, scores, best = self._ranked(canonical_pos, canonical_quat)
         if status:
             raise self._bad_pose(status, pos, quat)
@@ -541,13 +541,13 @@ class _Parts(NamedTuple):
     quaternion, 3 answer not finite, 4 position too far); and (numba) ``ranked(G, template,
     free_index, tolerance)``, which makes the :data:`Ranked` call that chooses among the answers too
     (G: the flat chain geometry; template (n,): the fixed joints' values; free_index (m,); tolerance:
-    the score's position [m] and rotation [rad] units). For a ``turn_input`` network (numba), ``set_turn(azimuth)``
+    the score's position [m] and rotation [rad] units). For a ``turn_input`` network (numba), ``set_turn(cos, sin)``
     writes the turn's (cos, sin) into the first layer's bias before a call, so the kernels read the usual 7 inputs."""
 
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
     ranked: Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]], Ranked] | None = None
-    set_turn: Callable[[float], None] | None = None
+    set_turn: Callable[[float, float], None] | None = None
 
 
 def _ranked_maker(kernel: Callable[..., tuple[int, int]], weights: tuple[np.ndarray, ...], x: np.ndarray, work: np.ndarray,
@@ -953,6 +953,7 @@ def _norm_limits(pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndar
 
 
 _NO_NORM = -2
+"""A LayerNorm slot of the numba layout that holds no LayerNorm: the map passes unchanged."""
 
 
 class _TurnBias(NamedTuple):
@@ -964,10 +965,10 @@ class _TurnBias(NamedTuple):
     bias: np.ndarray  # (h,) float64
     columns: np.ndarray  # (h, 2) float64: the weight's columns of cos and sin
 
-    def setter(self, packed: np.ndarray) -> Callable[[float], None]:
-        """``set_turn(α)`` for the packed weights (exact up to their dtype)."""
-        def set_turn(azimuth: float) -> None:
-            packed[self.slot:self.slot + self.bias.size] = self.bias + self.columns @ np.array((math.cos(azimuth), math.sin(azimuth)))
+    def setter(self, packed: np.ndarray) -> Callable[[float, float], None]:
+        """``set_turn(cos α, sin α)`` for the packed weights (exact up to their dtype)."""
+        def set_turn(cos: float, sin: float) -> None:
+            packed[self.slot:self.slot + self.bias.size] = self.bias + self.columns[:, 0] * cos + self.columns[:, 1] * sin
 
         return set_turn
 
@@ -983,7 +984,6 @@ def _first_layer(pack: _Pack, layer: Any, turn_input: bool) -> tuple[int, int, _
     weight_slot, bias_slot = pack.add(torch.cat((weight[:, :3], weight[:, 5:]), dim=1)), pack.add(layer.bias)
     return weight_slot, bias_slot, _TurnBias(bias_slot, layer.bias.detach().double().cpu().numpy(),
                                             weight[:, 3:5].double().cpu().numpy())
-"""A LayerNorm slot of the numba layout that holds no LayerNorm: the map passes unchanged."""
 
 
 def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
@@ -1007,7 +1007,8 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
     outputs = head.linear.out_features
     if turn_input and not linears:
         raise ModelError("no fast path for a turn_input MLP without layers")
-    in_features = 7 if linears else head.linear.in_features  # a turn_input model's 9: its turn goes to the bias
+    # a turn_input model's first layer reads 9; the kernels 7, its turn going to the bias (_TurnBias)
+    in_features = (7 if turn_input else linears[0].in_features) if linears else head.linear.in_features
     widths = [in_features] + [layer.out_features for layer in linears]
     slots = [int(tanh_form), len(linears), in_features, outputs, joints, pack.add(head.linear.weight), pack.add(head.linear.bias),
              pack.add(head.center), pack.add(head.half_range), max(widths)]
