@@ -82,6 +82,14 @@ CLOSED_LOOP_RECIPE = (("channels", 16), ("positions", 8), ("feed_forward", 256),
 out of its input (``canonical_turn``, docs/networks.md); not parameter-matched and not paired: it trains its
 own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these options, ``--batch 256 --lr 3e-3
 --keep-best`` and one budget for every robot (docs/networks.md, "One budget for every robot"), then ``--ship``."""
+CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "talos": (("clamp_in_training", True),),
+    "romeo": (("clamp_in_training", True),),
+    "jvrc1": (("clamp_in_training", True), ("turn_input", True)),
+}
+"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–18: the
+first joint's answer clamped in training where most of its circle is out of range, and JVRC-1's turn given
+back to the model, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
@@ -103,13 +111,13 @@ def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tu
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
                   hypotheses: int, stem: str | None = None) -> tuple[tuple[str, Any], ...]:
     """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
-    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem, ``CLOSED_LOOP_RECIPE`` for
-    ``harmoatt_<H>answers``."""
+    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem, ``CLOSED_LOOP_RECIPE`` (and the
+    robot's ``CLOSED_LOOP_EXTRAS``) for ``harmoatt_<H>answers``."""
     if stem == "mlp_seed":
         return SEED_MLP
     options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
     if stem is not None and stem == f"harmoatt_{hypotheses}answers":
-        return CLOSED_LOOP_RECIPE + options
+        return CLOSED_LOOP_RECIPE + CLOSED_LOOP_EXTRAS.get(robot_name, ()) + options
     outputs = get_robot(robot_name).dof - len(fixed)
     if model == "mlp":
         options = (("hidden", matched_mlp_hidden(outputs, hypotheses=hypotheses)),) + options

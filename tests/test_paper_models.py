@@ -27,7 +27,7 @@ from hik_sim.learning.models import (CYCLEIK_PROFILES, CycleIKGenerator, Regress
                             parameter_count, size_options)
 from hik_sim.learning.models.cycleik import cycleik_layers, cycleik_parameters
 from hik_sim.learning.network import IKNetwork
-from hik_sim.robots import get_robot
+from hik_sim.robots import get_robot, robot_names
 from hik_sim.learning.train import TrainConfig, train
 from hik_sim.learning.train import main as train_main
 
@@ -340,3 +340,9 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
 
     shipped = load_pretrained("panda", "harmoatt_4answers").card
     assert {k: shipped.model_options[k] for k in dict(script.CLOSED_LOOP_RECIPE)} == dict(script.CLOSED_LOOP_RECIPE)
+    for robot in robot_names():  # every shipped network of the recipe: the script's options are its card's
+        card = load_pretrained(robot, "harmoatt_4answers").card
+        if card.model_options.get("canonical_turn"):
+            want = dict(script.model_options("harmoatt", robot, (), 4, "harmoatt_4answers"))
+            assert {k: card.model_options.get(k, False) for k in want} == want, robot
+    assert dict(script.model_options("harmoatt", "jvrc1", (), 4, "harmoatt_4answers"))["turn_input"] is True
