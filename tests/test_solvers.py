@@ -567,7 +567,8 @@ def test_with_q_init_the_closed_loop_network_follows_its_answer_nearest_q_init_f
     heads = other[rows].double().argmax(dim=1)  # the first such answer
     pos, quat, q_init = targets.pos[rows], targets.quat[rows], answers[rows, heads]
     followed = nearest.solve(pos, quat, q_init=q_init)
-    assert torch.allclose(followed.q, q_init) and bool(followed.success.all())
+    # the same answer, asked again in a smaller batch: float32 rounding (the canonical network's turn) moves it ~5e-7 rad
+    assert torch.allclose(followed.q, q_init, atol=1e-5) and bool(followed.success.all())
     assert bool((followed.fk_evals == hypotheses).all())  # within the tolerance as it stands: no correction
     assert not torch.allclose(plain.solve(pos, quat, q_init=q_init).q, q_init)  # plain: the best answer, another branch
     # the single-target path (batch 1, the controller's) follows the same answer
