@@ -170,8 +170,6 @@ class FastIKNetwork:
         self._pos_min = np.asarray(pos_min, dtype=np.float64)
         self._pos_span = np.asarray(pos_max, dtype=np.float64) - self._pos_min
         self._x = np.empty(7)
-        self._turn_input = False  # set by from_network: (cos, sin) of the turn sit between position and quaternion
-        self._x_turn = np.empty(9)
         self._ranked: Ranked | None = None  # answers, their choice and the network in one compiled call (numba, H > 1)
         self._turn: _CanonicalTurn | None = None  # set by from_network for a canonical_turn network
         if parts.ranked is not None and geometry is not None and hypotheses > 1:
@@ -208,7 +206,7 @@ class FastIKNetwork:
             raise ModelError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
         if backend == "numba" and not numba_available():
             raise ModelError("the numba backend needs numba: pip install 'hik_sim[fast]' (or use backend='numpy')")
-        turn_input = bool(getattr(network, "turn_input", False))
+        turn_input = bool(getattr(network, "turn_input", False))  # the model reads (cos, sin) of the turn: _TurnBias
         if backend == "auto":
             backend = "numba" if numba_available() else "numpy"
         selection = network.selection
@@ -241,10 +239,11 @@ class FastIKNetwork:
         pos_min, pos_max = _array(normalizer.pos_min), _array(normalizer.pos_max)
         model = network.model
         if isinstance(model, (MLPIK, CycleIKGenerator)):  # RegressionIK is an MLPIK; CycleIK's trunk is laid out alike
-            parts = _numba_mlp(model, pos_min, pos_max, limits, turn_input) if backend == "numba" else _Parts(_mlp_forward(model))
+            parts = (_numba_mlp(model, pos_min, pos_max, limits, turn_input) if backend == "numba"
+                     else _mlp_forward(model, turn_input))
         elif isinstance(model, HarmoAttIK):
             parts = (_numba_harmoatt(model, pos_min, pos_max, limits, turn_input) if backend == "numba"
-                     else _Parts(_harmoatt_forward(model)))
+                     else _harmoatt_forward(model, turn_input))
         else:
             raise ModelError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
         template = np.zeros(len(selection.joint_names))
@@ -254,7 +253,6 @@ class FastIKNetwork:
         fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
                    kinematics if hypotheses > 1 else None, geometry)
         fast._turn = turn
-        fast._turn_input = turn_input
         return fast
 
     @staticmethod
@@ -317,10 +315,10 @@ class FastIKNetwork:
             HikError: ``x`` is not a finite (7,) vector.
         """
         x = np.array(x, dtype=np.float64)
-        width = 9 if self._turn_input else 7
+        width = 7 if self._set_turn is None else 9
         if x.shape != (width,) or not np.isfinite(x).all():
             raise ModelError(f"a normalised input must be a finite ({width},) vector, got shape {x.shape}")
-        if self._set_turn is not None:  # compiled: (cos, sin) become the first layer's bias, the kernel reads 7
+        if self._set_turn is not None:  # a turn_input model: (cos, sin) become the first layer's bias, the rest is read as 7
             self._set_turn(x[3], x[4])
             return self._forward(np.concatenate((x[:3], x[5:])))
         return self._forward(x)
@@ -331,30 +329,22 @@ class FastIKNetwork:
             status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
             if status:
                 raise self._bad_pose(status, pos, quat)
-            if self._set_turn is not None:  # compiled: the turn enters the first layer as its bias
+            if self._set_turn is not None:  # a turn_input model: the turn enters the first layer as its bias
                 self._set_turn(math.cos(azimuth), math.sin(azimuth))
-            free = self._answers(canonical_pos, canonical_quat, (pos, quat),
-                                 azimuth if self._turn_input and self._set_turn is None else None)
+            free = self._answers(canonical_pos, canonical_quat, (pos, quat))
             self._turn.back(free, azimuth)
             return free
         return self._answers(pos, quat)
 
-    def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None,
-                 azimuth: float | None = None) -> np.ndarray:
+    def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """(H, m) free-joint answers of the model for a pose, clamped to the model's limits; an error names
-        the ``given`` pose (the one asked about, before any turn) or else this one. ``azimuth`` [rad]: the
-        turn given to a ``turn_input`` model as (cos, sin)."""
+        the ``given`` pose (the one asked about, before any turn) or else this one."""
         if self._fused is not None:
             status, free = self._fused(pos, quat)
             if status:
                 raise self._bad_pose(status, *(given or (pos, quat)))
             return free
-        x = self._input(pos, quat)
-        if azimuth is not None:
-            x_turn = self._x_turn
-            x_turn[:3], x_turn[3], x_turn[4], x_turn[5:] = x[:3], math.cos(azimuth), math.sin(azimuth), x[3:]
-            x = x_turn
-        free = self._forward(x)
+        free = self._forward(self._input(pos, quat))
         if not np.isfinite(free).all():
             raise self._bad_pose(3, *(given or (pos, quat)))
         # the limit head's centre and half-range are float32: its ±1 lands up to ~1e-7 outside the float64 limits
@@ -541,8 +531,9 @@ class _Parts(NamedTuple):
     quaternion, 3 answer not finite, 4 position too far); and (numba) ``ranked(G, template,
     free_index, tolerance)``, which makes the :data:`Ranked` call that chooses among the answers too
     (G: the flat chain geometry; template (n,): the fixed joints' values; free_index (m,); tolerance:
-    the score's position [m] and rotation [rad] units). For a ``turn_input`` network (numba), ``set_turn(cos, sin)``
-    writes the turn's (cos, sin) into the first layer's bias before a call, so the kernels read the usual 7 inputs."""
+    the score's position [m] and rotation [rad] units). For a ``turn_input`` network, ``set_turn(cos, sin)``
+    writes the turn's (cos, sin) into the first layer's bias before a call (:class:`_TurnBias`), so the
+    forward passes read the usual 7 inputs."""
 
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
@@ -628,8 +619,9 @@ def _head(head: Any, post_of_input: float) -> Callable[[np.ndarray], np.ndarray]
     return apply
 
 
-def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """The MLP's forward pass: Linear–GELU pairs, then the limit head."""
+def _mlp_forward(model: Any, turn_input: bool = False) -> _Parts:
+    """The MLP's forward pass: Linear–GELU pairs, then the limit head; ``turn_input``: its first layer reads the
+    turn (:class:`_TurnBias`)."""
     from torch import nn
 
     modules = list(model.trunk)
@@ -638,7 +630,9 @@ def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules):
         raise ModelError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
     if not gelus:  # a trunk without layers: the head alone
-        return _head(model.head, 1.0)
+        if turn_input:
+            raise ModelError("no fast path for a turn_input MLP without layers")
+        return _Parts(_head(model.head, 1.0))
     pre, post, gelu = _gelu_ops(_check_gelus(gelus))
     layers = []
     scale_in = 1.0
@@ -647,6 +641,10 @@ def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
         scale_in = post
     head = _head(model.head, scale_in)
     (w0, b0), rest = layers[0], layers[1:]
+    turn = None
+    if turn_input:
+        w0, turn = _TurnBias.split(w0, b0)
+        w0 = np.ascontiguousarray(w0)
 
     def forward(x: np.ndarray) -> np.ndarray:
         h = w0 @ x
@@ -658,7 +656,7 @@ def _mlp_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
             h = gelu(h)
         return head(h)
 
-    return forward
+    return _Parts(forward, set_turn=None if turn is None else turn.setter(b0))
 
 
 def _layer_norm(norm: Any) -> tuple[np.ndarray, np.ndarray, float]:
@@ -670,8 +668,9 @@ def _layer_norm(norm: Any) -> tuple[np.ndarray, np.ndarray, float]:
     return _array(norm.weight).reshape(-1), bias, float(norm.eps)
 
 
-def _harmoatt_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """HarmoAtt-IK's forward pass (``map`` or ``dense`` trunk, with or without attention)."""
+def _harmoatt_forward(model: Any, turn_input: bool = False) -> _Parts:
+    """HarmoAtt-IK's forward pass (``map`` or ``dense`` trunk, with or without attention); ``turn_input``: its
+    position embedding reads the turn (:class:`_TurnBias`)."""
     from torch import nn
 
     channels, positions = int(model.channels), int(model.positions)
@@ -679,14 +678,16 @@ def _harmoatt_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     gelus = [m for m in model.modules() if isinstance(m, nn.GELU)]
     pre, post, gelu = _gelu_ops(_check_gelus(gelus))
 
-    # embeddings: two Linear–GELU–Linear stacks on x[:P] and x[P:] (P = 3, or 5 with the turn) → one block-diagonal pair
+    # embeddings: two Linear–GELU–Linear stacks on x[:3] and x[3:] → one block-diagonal pair
     pos_embed, ori_embed = list(model.pos_embed), list(model.ori_embed)
     (pw1, pb1), (ow1, ob1) = _linear(pos_embed[0], pre), _linear(ori_embed[0], pre)
     (pw2, pb2), (ow2, ob2) = _linear(pos_embed[2], post_of_input=post), _linear(ori_embed[2], post_of_input=post)
+    turn = None
+    if turn_input:  # 5 position inputs: (cos, sin) go to the bias
+        pw1, turn = _TurnBias.split(pw1, pb1)
     hidden_p, hidden_o = pw1.shape[0], ow1.shape[0]
-    position_inputs = pw1.shape[1]
-    embed1 = np.zeros((hidden_p + hidden_o, position_inputs + 4))
-    embed1[:hidden_p, :position_inputs], embed1[hidden_p:, position_inputs:] = pw1, ow1
+    embed1 = np.zeros((hidden_p + hidden_o, 7))
+    embed1[:hidden_p, :3], embed1[hidden_p:, 3:] = pw1, ow1
     embed_b1 = np.concatenate((pb1, ob1))
     embed2 = np.zeros((width, hidden_p + hidden_o))
     split = pw2.shape[0]
@@ -706,7 +707,7 @@ def _harmoatt_forward(model: Any) -> Callable[[np.ndarray], np.ndarray]:
             h = block(h)
         return trunk_head(h)
 
-    return forward
+    return _Parts(forward, set_turn=None if turn is None else turn.setter(embed_b1[:hidden_p]))
 
 
 def _normalise(x: np.ndarray, inv_size: float, eps: float) -> np.ndarray:
@@ -957,33 +958,36 @@ _NO_NORM = -2
 
 
 class _TurnBias(NamedTuple):
-    """A ``turn_input`` model's first layer for the compiled kernels: its input is (position (3), cos, sin,
-    quaternion (4)) but the kernels read 7 inputs, so the columns of cos and sin leave the weight and enter
-    the bias, ``b' = b + W_cos·cos α + W_sin·sin α``, written into the packed weights before each call."""
+    """A ``turn_input`` model's first layer for the fast forward passes: its input is (position (3), cos, sin,
+    quaternion (4)) but they read 7 inputs, so the columns of cos and sin leave the weight and enter the bias,
+    ``b' = b + W_cos·cos α + W_sin·sin α``, written into the forward pass's own bias before each call."""
 
-    slot: int  # the bias's offset in the packed weights
     bias: np.ndarray  # (h,) float64
     columns: np.ndarray  # (h, 2) float64: the weight's columns of cos and sin
 
-    def setter(self, packed: np.ndarray) -> Callable[[float, float], None]:
-        """``set_turn(cos α, sin α)`` for the packed weights (exact up to their dtype)."""
+    @classmethod
+    def split(cls, weight: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, "_TurnBias"]:
+        """A first layer's weight (h, k) and bias (h,) → the weight without its columns 3 and 4, and the turn."""
+        columns = np.asarray(weight[:, 3:5], dtype=np.float64).copy()
+        return np.delete(weight, (3, 4), axis=1), cls(np.asarray(bias, dtype=np.float64).copy(), columns)
+
+    def setter(self, target: np.ndarray) -> Callable[[float, float], None]:
+        """``set_turn(cos α, sin α)`` writing into ``target`` (h,), a forward pass's bias (a view; exact up to its dtype)."""
         def set_turn(cos: float, sin: float) -> None:
-            packed[self.slot:self.slot + self.bias.size] = self.bias + self.columns[:, 0] * cos + self.columns[:, 1] * sin
+            target[:] = self.bias + self.columns[:, 0] * cos + self.columns[:, 1] * sin
 
         return set_turn
 
 
 def _first_layer(pack: _Pack, layer: Any, turn_input: bool) -> tuple[int, int, _TurnBias | None]:
     """Pack the first layer: its weight's and bias's offsets, and for a ``turn_input`` model its :class:`_TurnBias`
-    (the weight packed without the columns of cos and sin, 3 and 4)."""
+    (the weight packed without the columns of cos and sin)."""
     import torch
 
     if not turn_input:
         return pack.add(layer.weight), pack.add(layer.bias), None
-    weight = layer.weight.detach()
-    weight_slot, bias_slot = pack.add(torch.cat((weight[:, :3], weight[:, 5:]), dim=1)), pack.add(layer.bias)
-    return weight_slot, bias_slot, _TurnBias(bias_slot, layer.bias.detach().double().cpu().numpy(),
-                                            weight[:, 3:5].double().cpu().numpy())
+    weight, turn = _TurnBias.split(layer.weight.detach().cpu().numpy(), layer.bias.detach().cpu().numpy())
+    return pack.add(torch.from_numpy(weight)), pack.add(layer.bias), turn
 
 
 def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
@@ -1012,11 +1016,11 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
     widths = [in_features] + [layer.out_features for layer in linears]
     slots = [int(tanh_form), len(linears), in_features, outputs, joints, pack.add(head.linear.weight), pack.add(head.linear.bias),
              pack.add(head.center), pack.add(head.half_range), max(widths)]
-    turn = None
+    turn, first_bias = None, -1
     for k, layer in enumerate(linears):
         if k == 0:
-            weight_slot, bias_slot, turn = _first_layer(pack, layer, turn_input)
-            slots += [weight_slot, bias_slot, layer.out_features, in_features]
+            weight_slot, first_bias, turn = _first_layer(pack, layer, turn_input)
+            slots += [weight_slot, first_bias, layer.out_features, in_features]
         else:
             slots += [pack.add(layer.weight), pack.add(layer.bias), layer.out_features, layer.in_features]
     P, I = pack.array(), np.asarray(slots, dtype=np.int64)
@@ -1035,7 +1039,7 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
         return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
 
     return _Parts(forward, fused, _ranked_maker(_fast_numba.mlp_solve_ranked, (P, I, N), x, work, outputs, hypotheses),
-                  None if turn is None else turn.setter(P))
+                  None if turn is None else turn.setter(P[first_bias:first_bias + turn.bias.size]))
 
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
@@ -1142,4 +1146,5 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
     return _Parts(forward, fused, _ranked_maker(_fast_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
-                                                outputs // joints), None if turn is None else turn.setter(P))
+                                                outputs // joints),
+                  None if turn is None else turn.setter(P[embed_bias:embed_bias + turn.bias.size]))
