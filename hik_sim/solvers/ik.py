@@ -61,7 +61,7 @@ from hik_sim.solvers.single_target import STALL_ITERATIONS, STALL_PROGRESS, LMAn
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
            "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
            "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
-           "SINGLE_TARGET_RESTARTS"]
+           "SINGLE_TARGET_RESTARTS", "head_order", "first_good_answers", "HEAD_ORDER_SAMPLES"]
 
 RESTART_STREAM = 0x1C5EED
 """The spawn key that sets solvers' random restarts apart from every target stream (see :func:`restart_rng`)."""
@@ -918,6 +918,73 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     return IKResult(best_q, best_pos_err, best_rot_err, refiner.tolerance.met(best_pos_err, best_rot_err), iterations, fk, jac)
 
 
+HEAD_ORDER_SAMPLES = 512
+"""Poses (of uniformly random configurations, drawn from :func:`restart_rng`'s stream) on which
+:func:`head_order` counts how often each of a network's heads gives the best answer."""
+
+
+def head_order(network: IKNetwork, samples: int = HEAD_ORDER_SAMPLES, seed: int = 0) -> tuple[int, ...]:
+    """A several-answer network's heads, the one most often best first (ties: the lower head first).
+
+    Counted on ``samples`` poses reached by uniformly random configurations of the network's chain
+    (drawn from :func:`restart_rng` ``(seed)``, never a target stream), ranked as
+    :meth:`~hik_sim.learning.network.IKNetwork.rank` ranks them. The order :class:`HybridIK` tries the
+    answers in when it takes the first good one (``rank_all_answers=False``). One answer: ``(0,)``.
+    """
+    if network.hypotheses == 1:
+        return (0,)
+    assert network.chain is not None  # a several-answer network has one (IKNetwork checks)
+    chain = network.chain
+    q = network.selection.expand(network.selection.free(_random_configurations(chain, samples, restart_rng(seed))))
+    pose = chain.fk(q)
+    answers = network.candidates(pose.pos, pose.quat)
+    best = network.rank(answers, pose.pos.to(answers), pose.quat.to(answers))[:, 0]
+    counts = torch.bincount(best, minlength=network.hypotheses)
+    return tuple(int(h) for h in sorted(range(network.hypotheses), key=lambda h: (-int(counts[h]), h)))
+
+
+def first_good_answers(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor,
+                       order: Sequence[int], good: Tolerance) -> tuple[torch.Tensor, torch.Tensor]:
+    """A network's answers ordered for LM, choosing the first good one rather than ranking them all.
+
+    Each target's answers are checked by FK in ``order`` (head indices) until one is within ``good``;
+    that one goes first, the others follow in ``order``. A target none of whose answers is good has
+    spent H FK and gets them ranked best first, as :meth:`~hik_sim.learning.network.IKNetwork.rank`
+    ranks them (position error / ``good.position`` + rotation error / ``good.rotation``).
+
+    Args:
+        chain: the robot's chain.
+        answers: (B, H, n) float64 answers in head order (``IKNetwork.candidates``), inside the limits.
+        pos: (B, 3) target positions [m], float64.
+        quat: (B, 4) target quaternions wxyz, float64.
+        order: the H heads in the order to try them (:func:`head_order`).
+        good: when an answer is good enough to start LM from without looking at the others.
+
+    Returns:
+        ``(seeds, fk)``: seeds (B, H, n), the one to start from first; fk (B,) int64, the FK spent.
+    """
+    batch, hypotheses, _ = answers.shape
+    rank_in_order = torch.empty(hypotheses, dtype=torch.float64)
+    rank_in_order[list(order)] = torch.arange(hypotheses, dtype=torch.float64)
+    key = rank_in_order.expand(batch, hypotheses).clone()  # sort key: the order, or the score where none is good
+    score = torch.empty(batch, hypotheses, dtype=torch.float64)
+    fk = torch.zeros(batch, dtype=torch.int64)
+    pending = torch.arange(batch)
+    for head in order:
+        if pending.numel() == 0:
+            break
+        reached = chain.fk(answers[pending, head])
+        fk[pending] += 1
+        pos_err, rot_err = position_error(reached.pos, pos[pending]), rotation_error(reached.quat, quat[pending])
+        score[pending, head] = pos_err / good.position + rot_err / good.rotation
+        met = good.met(pos_err, rot_err)
+        key[pending[met], head] = -1.0  # first
+        pending = pending[~met]
+    key[pending] = score[pending]
+    index = key.argsort(dim=1)
+    return answers.gather(1, index[:, :, None].expand_as(answers)), fk
+
+
 RESTARTS = 49
 """Restarts of :class:`HybridIK` and :class:`SingleTargetIK` after a target's first seed leaves it
 short of exact (the network's other answers count). Only such targets take them, so the default
@@ -932,7 +999,7 @@ class HybridIK:
     A target takes no further restart once its best answer is within ``finish`` (exact: 0.1 mm &
     0.1°), the rule of :class:`MultistartIK`'s early stop too; with ``q_init`` (tracking), the
     network is asked only for the targets that ``q_init``'s LM leaves short of it.
-    ``fk_evals`` counts the H FK per target that order a network's H > 1 answers, where it was asked.
+    ``fk_evals`` counts the FK spent choosing among a network's H > 1 answers, where it was asked.
 
     With ``flip_restarts`` (default), an LM run from a network answer that ends short of ``finish``
     is followed by LM from its flip about each of the chain's flip symmetries
@@ -942,6 +1009,12 @@ class HybridIK:
     Measured on 5,000 IRB120 targets (seed 777): 17.8 evaluations a target against 25.8 without,
     99.98 % exact either way (docs/benchmarks.md, "Flip restarts").
 
+    A network with H > 1 answers: by default (``rank_all_answers=False``) its answers are checked by
+    FK one at a time, in :func:`head_order` (the head most often best first), and LM starts from the
+    first within the refiner's success tolerance (default 5 mm & 2°; :func:`first_good_answers`); the
+    FK of the answers not checked is not spent. With ``rank_all_answers``, all H are ranked by FK (H evaluations) and LM starts from the
+    best. ``benchmarks/hybrid_cost.py`` measures both.
+
     Args:
         network: the trained network.
         refiner: the LM refiner (its selection must match the network's fixed joints).
@@ -950,6 +1023,12 @@ class HybridIK:
         finish: when a target needs no further restart (default :data:`~hik_sim.kinematics.tolerances.EXACT`).
         flip_restarts: follow a run short of ``finish`` by LM from its flips (only flips of joints the
             refiner moves).
+        rank_all_answers: rank all of a several-answer network's answers by FK before LM, rather than
+            starting from the first good one in :func:`head_order`.
+
+    Attributes:
+        head_order: the order the network's answers are tried in without ``rank_all_answers``
+            (:func:`head_order`; ``(0,)`` for one answer).
 
     Raises:
         HikError: negative ``restarts``, or the network and the refiner fix different joints.
@@ -957,7 +1036,7 @@ class HybridIK:
     """
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
-                 finish: Tolerance = EXACT, flip_restarts: bool = True) -> None:
+                 finish: Tolerance = EXACT, flip_restarts: bool = True, rank_all_answers: bool = False) -> None:
         check_network_fits(network, refiner.chain)
         if restarts < 0:
             raise SolverError(f"restarts must be >= 0, got {restarts}")
@@ -965,6 +1044,8 @@ class HybridIK:
             raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
         self.network, self.refiner, self.restarts, self.seed, self.finish = network, refiner, restarts, seed, finish
         self.flips = JointFlips(refiner.chain, list(refiner.selection.free_index)) if flip_restarts else None
+        self.rank_all_answers = rank_all_answers
+        self.head_order = head_order(network)
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
@@ -972,12 +1053,17 @@ class HybridIK:
         pos, quat = check_targets(target_pos, target_quat)
         chain = self.refiner.chain
         generator = restart_rng(self.seed)
-        choice = self.network.hypotheses if self.network.hypotheses > 1 else 0  # ordering H answers best first costs H FK
+        hypotheses = self.network.hypotheses
 
         def seeded(index: torch.Tensor | None) -> IKResult:
-            """The network's answers (B, H, n), best first, then random restarts, for targets ``index`` (None: all)."""
+            """The network's answers (B, H, n), the chosen one first, then random restarts, for targets ``index`` (None: all)."""
             p, o = (pos, quat) if index is None else (pos[index], quat[index])
-            seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
+            if hypotheses > 1 and not self.rank_all_answers:
+                answers = chain.clamp(self.network.candidates(p, o).double().cpu())
+                seeds, choice = first_good_answers(chain, answers, p, o, self.head_order, self.refiner.tolerance)
+            else:  # ordering H > 1 answers best first costs H FK
+                seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
+                choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64)
             answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish, flips=self.flips)
             return replace(answer, fk_evals=answer.fk_evals + choice)
 

@@ -1,0 +1,122 @@
+"""Where the batched hybrid's evaluations go, and what each of its cost options saves, in one run.
+
+For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777), the batched
+``HybridIK`` seeded by the robot's ``hybrid_seed_name`` network, built up one option at a time:
+
+1. flip restarts off, all of a several-answer network's answers ranked by FK before LM (session 17);
+2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`);
+3. flip restarts on, the first good answer in head order instead of ranking them all (the default,
+   ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+
+and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
+reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
+exact (0.1 mm & 0.1°), FK + Jacobian evaluations a target (mean / median / p99), the expensive tail
+(targets that took ≥ 100 evaluations: their share of targets and of all evaluations), wall time, and
+the hybrid's evaluations and time against the multistart's. Evaluations are machine-independent;
+times are not (run it quiet to compare them).
+
+Output: a Markdown table on stdout and in ``<out>/hybrid_cost.md``, raw numbers in ``hybrid_cost.json``.
+
+Usage::
+
+    python benchmarks/hybrid_cost.py --robots irb120 talos --out benchmarks/results/hybrid_cost
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hik_sim.evaluation.experiments import TARGET_SEED
+from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.tolerances import EXACT
+from hik_sim.learning.data import make_eval_set
+from hik_sim.policies import hybrid_seed_name, load_pretrained
+from hik_sim.robots import get_robot, robot_names
+from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK
+
+TAIL = 100
+"""Evaluations a target from which it counts as the expensive tail."""
+
+VARIANTS = (
+    ("hybrid: flips off, all answers ranked (session 17)", {"flip_restarts": False, "rank_all_answers": True}),
+    ("hybrid: flips on, all answers ranked (session 18)", {"flip_restarts": True, "rank_all_answers": True}),
+    ("hybrid: flips on, first good answer (default)", {"flip_restarts": True, "rank_all_answers": False}),
+)
+MULTISTART = "multistart-10, stopping early (ours)"
+
+
+def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[str, Any]:
+    evals = result.function_evals.double().numpy()
+    tail = evals >= TAIL
+    return {"robot": robot, "solver": solver, "seed_network": seed_network, "targets": int(evals.size),
+            "success": float(result.success.double().mean()),
+            "exact": float(EXACT.met(result.pos_err, result.rot_err).double().mean()),
+            "evals_mean": float(evals.mean()), "evals_median": float(np.median(evals)),
+            "evals_p99": float(np.percentile(evals, 99)), "tail_targets": float(tail.mean()),
+            "tail_evals_share": float(evals[tail].sum() / max(evals.sum(), 1.0)), "wall_time_s": float(result.wall_time),
+            "nan": bool(torch.isnan(result.q).any())}
+
+
+def rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
+    """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart."""
+    chain = Chain(get_robot(robot))
+    batch = make_eval_set(chain, TARGET_SEED, targets).batch
+    name = hybrid_seed_name(robot)
+    network = load_pretrained(robot, name)
+    refiner = LMRefiner(chain)
+    refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
+    multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
+    rows = [multistart]
+    for label, options in VARIANTS:
+        row = _row(robot, label, name, HybridIK(network, refiner, **options).solve(batch.pos, batch.quat))
+        row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])
+        row["time_speedup"] = multistart["wall_time_s"] / row["wall_time_s"]
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table."""
+    lines = ["| robot | solver (seed network) | targets | success 5 mm & 2° | exact | evaluations a target: mean / median / p99 "
+             f"| ≥ {TAIL} evaluations: targets, their share of all | time [s] | vs multistart-10: evaluations, time |",
+             "|---|---|---:|---:|---:|---|---|---:|---|"]
+    for r in rows:
+        versus = (f"−{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}×" if "evals_reduction_pct" in r else "—")
+        lines.append(f"| {r['robot']} | {r['solver']} ({r['seed_network']}) | {r['targets']} | {100 * r['success']:.2f} % "
+                     f"| {100 * r['exact']:.2f} % | {r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f} "
+                     f"| {100 * r['tail_targets']:.2f} %, {100 * r['tail_evals_share']:.0f} % | {r['wall_time_s']:.2f} | {versus} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hybrid_cost", description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
+    parser.add_argument("--targets", type=int, default=5000, help="targets per robot (default 5000)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hybrid_cost"), help="output folder")
+    args = parser.parse_args(argv)
+    if args.targets < 1:
+        parser.error("--targets must be at least 1")
+    rows = [row for robot in args.robots for row in rows_for(robot, args.targets)]
+    table = markdown(rows)
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
+              "torch": torch.__version__, "threads": torch.get_num_threads(), "target_seed": TARGET_SEED,
+              "tail_from_evaluations": TAIL, "rows": rows}
+    (args.out / "hybrid_cost.json").write_text(json.dumps(record, indent=2) + "\n")
+    (args.out / "hybrid_cost.md").write_text(table)
+    print(f"wrote {args.out / 'hybrid_cost.json'} and .md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
