@@ -25,7 +25,7 @@ def pretrained_names() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
 
 
-HYBRID_SEEDS: dict[str, str] = {"irb120": "harmoatt_4answers", "talos": "harmoatt_4answers"}
+HYBRID_SEEDS: dict[str, str] = dict.fromkeys(("irb120", "panda", "talos", "romeo", "g1", "jvrc1"), "harmoatt_4answers")
 """Robots whose hybrid solver is seeded by another shipped network than ``harmoatt``."""
 
 
@@ -33,14 +33,16 @@ def hybrid_seed_name(robot: str) -> str:
     """The shipped network that seeds the hybrid solver (network → LM) on ``robot``.
 
     The seed that costs the hybrid fewer evaluations for the same success, by measurement (10,000
-    reachable targets, seed 99, 49 restarts, every target solved either way). ``harmoatt_4answers``
-    on the IRB120 and TALOS: a HarmoAtt-IK network with four answers per pose, whose best answer sits
-    on the right IK branch more often and whose other answers serve as the first restarts (TALOS:
-    16.4 evaluations a target against 21.4, ``benchmarks/results/seed_choice/s12``). ``harmoatt``
-    elsewhere: there the other answers, tried first as restarts, cost more than random restarts
-    (Panda 58.0 against 35.2 a target, G1 45.2 against 32.9, JVRC-1 22.3 against 13.3, iCub 10.3
-    against 6.4; ``benchmarks/results/seed_choice``, session 11), or about the same (Romeo 11.7
-    against 12.1, session 12, where the four answers cost more to compute and rank).
+    reachable targets, seed 99 — not the hybrid table's targets —, 49 restarts, the first good
+    answer taken; ``python benchmarks/success_rate.py --robots ... --restarts 49 --seed-network NAME
+    --out benchmarks/results/seed_choice/s19/NAME``, session 19). ``harmoatt_4answers`` on every robot
+    but the iCub: the 148 k four-answer networks (sessions 16–18), whose first good answer sits on the
+    right IK branch more often and whose other answers serve as the first restarts: evaluations a
+    target against ``harmoatt``'s: IRB120 15.3 / 24.8, Panda 15.2 / 33.8, TALOS 9.3 / 21.4, Romeo
+    9.1 / 12.1, G1 26.9 / 32.9, JVRC-1 7.3 / 13.4, every target solved either way but the IRB120's 1 and
+    3, the Panda's 0 and 1, the G1's 0 and 1. ``harmoatt`` on the iCub (6.4 against 7.6 for its 666 k
+    four-answer network). Before session 19 (all answers ranked, the older networks) only the IRB120
+    and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13).
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
