@@ -7,6 +7,8 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`);
 3. flip restarts on, the first good answer in head order instead of ranking them all (the default,
    ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
+   not the default);
 
 and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
 reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
@@ -47,9 +49,13 @@ TAIL = 100
 """Evaluations a target from which it counts as the expensive tail."""
 
 VARIANTS = (
-    ("hybrid: flips off, all answers ranked (session 17)", {"flip_restarts": False, "rank_all_answers": True}),
-    ("hybrid: flips on, all answers ranked (session 18)", {"flip_restarts": True, "rank_all_answers": True}),
-    ("hybrid: flips on, first good answer (default)", {"flip_restarts": True, "rank_all_answers": False}),
+    ("hybrid: flips off, all answers ranked, random restarts (session 17)",
+     {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False}),
+    ("hybrid: flips on, all answers ranked, random restarts (session 18)",
+     {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False}),
+    ("hybrid: flips on, first good answer, random restarts (default)",
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False}),
+    ("hybrid: flips on, first good answer, restarts facing the target", {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True}),
 )
 MULTISTART = "multistart-10, stopping early (ours)"
 

@@ -408,7 +408,7 @@ def test_flip_restarts_rows_are_the_solvers_own_results(tmp_path: Path) -> None:
 
 def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Path) -> None:
     """The IRB120 (a four-answer seed and a wrist flip): the multistart's row, then the hybrid with flips off,
-    flips on, and the first good answer; the tail columns are the solver's own evaluations, and the first
+    flips on, the first good answer, and restarts facing their targets; the tail columns are the solver's own evaluations, and the first
     good answer spends fewer of them than ranking all four."""
     bench = _load_script("hybrid_cost")
     assert bench.main(["--robots", "irb120", "--targets", "80", "--out", str(tmp_path)]) == 0
@@ -417,7 +417,7 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     for row in rows:
         assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1 and not row["nan"]
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
-    multistart, _, ranked, first_good = rows
+    multistart, _, ranked, first_good, _ = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
     assert first_good["evals_reduction_pct"] == pytest.approx(100 * (1 - first_good["evals_mean"] / multistart["evals_mean"]))
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()

@@ -15,7 +15,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.solvers.ik import _restarts
+from hik_sim.solvers.ik import _random_configurations, _restarts
 from hik_sim.solvers.ik import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance,
                                 check_targets, first_good_answers, head_order, restart_rng, rotation_residual)
 from hik_sim.kinematics.tolerances import EXACT, SUCCESS
@@ -413,6 +413,24 @@ def test_hybrid_counts_the_fk_that_orders_a_networks_answers(irb120: Chain) -> N
     assert bool(((checked >= 1) & (checked <= 3)).all())
     assert torch.equal(lazy.fk_evals, plain.fk_evals + checked)
     assert torch.equal(lazy.jac_evals, plain.jac_evals)
+
+
+def test_restarts_facing_their_targets_turn_only_the_first_joint_and_count_the_fk_that_aims_them(irb120: Chain) -> None:
+    """One round of random restarts, plain and faced, from the same stream: the faced seeds are the plain
+    ones turned about joint 1 (so LM runs from other seeds), and each costs one more FK, counted."""
+    from hik_sim.kinematics.symmetry import FirstJointSymmetry
+
+    targets = make_eval_set(irb120, 21, 40).batch
+    refiner = LMRefiner(irb120)
+    plain = _restarts(refiner, targets.pos, targets.quat, None, 1, restart_rng(4), stop_early=False)
+    faced = _restarts(refiner, targets.pos, targets.quat, None, 1, restart_rng(4), stop_early=False,
+                      facing=FirstJointSymmetry(irb120))
+    seeds = _random_configurations(irb120, 40, restart_rng(4))
+    aimed = FirstJointSymmetry(irb120).face(seeds, irb120.fk(seeds).pos, targets.pos, irb120.robot.lower[0], irb120.robot.upper[0])
+    alone = LMRefiner(irb120).solve(targets.pos, targets.quat, aimed)
+    assert torch.equal(faced.fk_evals, alone.fk_evals + 1) and torch.equal(faced.jac_evals, alone.jac_evals)
+    assert torch.allclose(faced.q, alone.q) and not torch.allclose(faced.q, plain.q)
+    assert _in_limits(irb120, faced.q)
 
 
 def test_the_first_good_answer_is_taken_in_head_order_and_a_target_with_none_ranks_them_all(irb120: Chain) -> None:

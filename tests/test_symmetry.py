@@ -12,7 +12,7 @@ from conftest import ALL_ROBOTS, robot_by_id
 
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
-from hik_sim.kinematics.symmetry import FirstJointSymmetry
+from hik_sim.kinematics.symmetry import FirstJointSymmetry, wrap_first_joint
 from hik_sim.robots import robot_from_urdf
 
 
@@ -44,6 +44,32 @@ def test_moving_the_pose_is_moving_the_first_joint(robot_id: str) -> None:
     _check_moves_like_the_first_joint(chain, (0.3, -1.1, math.pi))
     third = min(symmetry.span, 2 * math.pi) / 3
     assert symmetry.default_turns == pytest.approx((third, -third))
+
+
+@pytest.mark.parametrize("robot_id", ALL_ROBOTS)
+def test_a_faced_configuration_points_the_same_arm_shape_at_the_target(robot_id: str) -> None:
+    """face(): only the first joint moves, it stays inside its limits, and where the turn it needs lies
+    inside them the end-effector's azimuth about the axis becomes the target's (FK, float64)."""
+    chain = Chain(robot_by_id(robot_id))
+    symmetry = FirstJointSymmetry(chain)
+    lower, upper = chain.robot.lower[0], chain.robot.upper[0]
+    q = chain.sample(200, torch.Generator().manual_seed(8), torch.float64)
+    target = chain.fk(chain.sample(200, torch.Generator().manual_seed(9), torch.float64)).pos
+    faced = symmetry.face(q, chain.fk(q).pos, target, lower, upper)
+    assert torch.equal(faced[:, 1:], q[:, 1:])
+    assert bool(((faced[:, 0] >= lower) & (faced[:, 0] <= upper)).all())
+    inside = (faced[:, 0] > lower + 1e-9) & (faced[:, 0] < upper - 1e-9)
+    assert int(inside.sum()) >= 50  # every robot leaves some of these turns inside its range
+    gap = torch.remainder(symmetry.azimuth(chain.fk(faced).pos) - symmetry.azimuth(target) + math.pi, 2 * math.pi) - math.pi
+    assert float(gap[inside].abs().max()) < 1e-9
+
+
+def test_wrapping_a_first_joint_keeps_it_in_range_and_clamps_the_gap_to_the_nearer_limit() -> None:
+    first = torch.tensor([0.5, 0.5 + 2 * math.pi, -0.5 - 4 * math.pi, 2.0, 2.7, 3.9], dtype=torch.float64)
+    wrapped = wrap_first_joint(first, -1.0, 2.5, clamp=False)  # [−1, −1 + 2π)
+    assert torch.allclose(wrapped, torch.tensor([0.5, 0.5, -0.5, 2.0, 2.7, 3.9], dtype=torch.float64))
+    clamped = wrap_first_joint(first, -1.0, 2.5)  # 2.7 is nearer 2.5; 3.9 is 1.383 from −1 round the circle, 1.4 from 2.5
+    assert clamped.tolist() == pytest.approx([0.5, 0.5, -0.5, 2.0, 2.5, -1.0])
 
 
 def test_the_g1s_turns_are_a_third_of_its_shoulder_pitch_range() -> None:

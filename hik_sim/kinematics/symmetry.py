@@ -27,7 +27,17 @@ import torch
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import quaternion_multiply
 
-__all__ = ["FirstJointSymmetry"]
+__all__ = ["FirstJointSymmetry", "wrap_first_joint"]
+
+
+def wrap_first_joint(first: torch.Tensor, lower: float, upper: float, clamp: bool = True) -> torch.Tensor:
+    """Revolute first-joint values (any shape) [rad] wrapped into ``[lower, lower + 2π)``; with ``clamp``, a
+    value beyond ``upper`` (the part of the circle outside the range) goes to the nearer limit round the circle."""
+    first = lower + torch.remainder(first - lower, 2 * math.pi)
+    if not clamp:
+        return first
+    return torch.where(first <= upper, first, torch.where(first - upper <= lower + 2 * math.pi - first,
+                                                          first.new_tensor(upper), first.new_tensor(lower)))
 
 
 class FirstJointSymmetry:
@@ -113,6 +123,15 @@ class FirstJointSymmetry:
         half = alpha[:, None] / 2
         turn = torch.cat((torch.cos(half), torch.sin(half) * axis), dim=-1)
         return moved, quaternion_multiply(turn, quat)
+
+    def face(self, q: torch.Tensor, reached: torch.Tensor, target: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
+        """Configurations (B, n) with the first joint turned so that the position each reaches, ``reached``
+        (B, 3) [m], comes round the axis to the azimuth of ``target`` (B, 3) [m]: the same arm shape,
+        facing the target. The turned joint is wrapped into its limits ``lower``, ``upper`` [rad] (beyond
+        them: the nearer limit, where the arm faces the target only partly). A revolute first joint only."""
+        turned = q.clone()
+        turned[:, 0] = wrap_first_joint(q[:, 0] + self.azimuth(target) - self.azimuth(reached), lower, upper)
+        return turned
 
     def move_one(self, pos: np.ndarray, quat: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`move` for one pose: (3,) [m], (4,) wxyz as NumPy float64 arrays."""

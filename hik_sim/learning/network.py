@@ -45,7 +45,7 @@ from torch import nn
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import ModelError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.kinematics.symmetry import FirstJointSymmetry
+from hik_sim.kinematics.symmetry import FirstJointSymmetry, wrap_first_joint
 from hik_sim.learning.losses import geodesic_angle
 from hik_sim.learning.models import IKOutput, LimitHead, build_model
 from hik_sim.kinematics.tolerances import SUCCESS
@@ -237,11 +237,8 @@ class IKNetwork(nn.Module):
 
         def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
             turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
-            first = lower + torch.remainder(q[..., 0] - lower + turn, 2 * math.pi)
-            if not self.training or self.clamp_in_training:  # beyond the upper limit: the nearer limit round the circle
-                first = torch.where(first <= upper, first,
-                                    torch.where(first - upper <= lower + 2 * math.pi - first, first.new_tensor(upper),
-                                                first.new_tensor(lower)))
+            # beyond the upper limit: the nearer limit round the circle, out of training or with clamp_in_training
+            first = wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=not self.training or self.clamp_in_training)
             return torch.cat((first[..., None], q[..., 1:]), dim=-1)
 
         return out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
