@@ -171,6 +171,12 @@ SMALL_SEED_HYBRID = "hybrid: mlp_seed + LM"
 """The row of the batched hybrid seeded by the small single-target seed (``mlp_seed``, ~35 k weights) where one is shipped."""
 
 
+def paper_hybrid(network: IKNetwork, refiner: LMRefiner) -> HybridIK:
+    """The hybrid-IK paper's hybrid: the network's one answer → LM, nothing after it (no restarts, and
+    none of our flip restarts, which session 18 added to ``HybridIK`` and, until session 19, to this row)."""
+    return HybridIK(network, refiner, restarts=0, flip_restarts=False)
+
+
 def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dict[str, Any]:
     """The hybrid-IK paper's comparison on one robot, first with its definitions, then ours.
 
@@ -214,13 +220,13 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
         if fixed_batch is not None and "regression_q6fixed" in shipped:
             solvers.append(("paper", "regression DNN (paper; q6 fixed)",
                             lambda: make_solver("regression_q6fixed", robot).solve(fixed_batch.pos, fixed_batch.quat)))
-        solvers.append(("paper", PAPER_HYBRID, full(lambda: HybridIK(regression, refiner, restarts=0))))
+        solvers.append(("paper", PAPER_HYBRID, full(lambda: paper_hybrid(regression, refiner))))
     solvers.append(("paper", PAPER_MULTISTART, full(lambda: MultistartIK(refiner, starts=10, stop_early=False))))
     solvers.append(("ours", "network (full joint space)", registered("harmoatt")))
     if fixed_batch is not None and "harmoatt_q6fixed" in shipped:
         solvers.append(("ours", "network (q6 fixed)", lambda: make_solver("harmoatt_q6fixed", robot).solve(fixed_batch.pos, fixed_batch.quat)))
     solvers.append(("ours", "hybrid, paper's definition on the cycle-trained network (1 answer → LM, no restarts)",
-                    full(lambda: HybridIK(network, refiner, restarts=0))))
+                    full(lambda: paper_hybrid(network, refiner))))
     if seed_network is not network and seed_network.hypotheses > 1:  # the hybrid's own seed network, and the hybrid without it
         solvers += [
             ("ours", f"network, {seed_network.hypotheses} answers (full joint space)", registered(seed_name)),
