@@ -86,10 +86,11 @@ CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "talos": (("clamp_in_training", True),),
     "romeo": (("clamp_in_training", True),),
     "jvrc1": (("clamp_in_training", True), ("turn_input", True)),
+    "panda": (("clamp_in_training", True), ("turn_input", True)),
 }
-"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–18: the
-first joint's answer clamped in training where most of its circle is out of range, and JVRC-1's turn given
-back to the model, docs/networks.md)."""
+"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–19: the
+first joint's answer clamped in training where most of its circle is out of range, and the turn given back
+to the model on JVRC-1 and the Panda, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
