@@ -84,13 +84,13 @@ own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these opti
 --keep-best`` and one budget for every robot (docs/networks.md, "One budget for every robot"), then ``--ship``."""
 CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "talos": (("clamp_in_training", True), ("turn_input", True)),
-    "romeo": (("clamp_in_training", True),),
+    "romeo": (("clamp_in_training", True), ("turn_input", True)),
     "jvrc1": (("clamp_in_training", True), ("turn_input", True)),
     "panda": (("clamp_in_training", True), ("turn_input", True)),
 }
 """The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–19: the
 first joint's answer clamped in training where most of its circle is out of range, and the turn given back
-to the model on JVRC-1, the Panda and TALOS, docs/networks.md)."""
+to the model on JVRC-1, the Panda, TALOS and Romeo, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
