@@ -40,8 +40,8 @@ def hybrid_seed_name(robot: str) -> str:
     right IK branch more often and whose other answers serve as the first restarts: evaluations a
     target against ``harmoatt``'s: IRB120 15.3 / 24.8, Panda 15.2 / 33.8, TALOS 9.3 / 21.4, Romeo
     9.1 / 12.1, G1 26.9 / 32.9, JVRC-1 7.3 / 13.4, every target solved either way but the IRB120's 1 and
-    3, the Panda's 0 and 1, the G1's 0 and 1; the Panda's and TALOS's 60-minute networks shipped later
-    that session 16.9 (one target left) and 8.7 (``benchmarks/results/budget60/s19/seed_choice_*``).
+    3, the Panda's 0 and 1, the G1's 0 and 1; the Panda's, TALOS's and Romeo's networks shipped later
+    that session 16.9 (one target left), 8.7 and 8.8 (``benchmarks/results/budget60/s19/seed_choice_*``).
     ``harmoatt`` on the iCub (6.4 against 7.6 for its 666 k four-answer network). Before session 19 (all answers ranked, the older networks) only the IRB120
     and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13).
     """
