@@ -19,7 +19,7 @@ from conftest import ALL_ROBOTS, robot_by_id
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
-from hik_sim.kinematics.symmetry import FirstJointSymmetry
+from hik_sim.kinematics.symmetry import FirstJointSymmetry, range_turn
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.learning.fast_network import FastIKNetwork, numba_available
@@ -113,6 +113,10 @@ def test_bad_canonical_turn_options_are_hik_errors() -> None:
         IKNetwork("mlp", lower, upper, normalizer, selection, {"clamp_in_training": True}, chain)
     with pytest.raises(HikError, match="turn_input is an option of canonical_turn networks"):
         IKNetwork("mlp", lower, upper, normalizer, selection, {"turn_input": True}, chain)
+    with pytest.raises(HikError, match="behind_turn is an option of canonical_turn networks"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"behind_turn": True}, chain)
+    with pytest.raises(HikError, match="behind_turn must be true or false"):
+        IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": True, "behind_turn": "no"}, chain)
     with pytest.raises(HikError, match="turn_input is for the models harmoatt, mlp, not 'cycleik'"):
         IKNetwork("cycleik", lower, upper, normalizer, selection, {"canonical_turn": True, "turn_input": True}, chain)
 
@@ -166,15 +170,16 @@ def test_a_canonical_network_trains_round_trips_and_resumes(tmp_path) -> None:  
 BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
 
 
-@pytest.mark.parametrize("turn_input", [False, True])
+@pytest.mark.parametrize("variant", ["canonical", "turn_input", "behind_turn"])
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("robot_id", ["irb120", "g1"])
 @pytest.mark.parametrize("kind", ["harmoatt", "mlp"])
 def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id: str, kind: str, backend: str,
-                                                                        turn_input: bool) -> None:
+                                                                        variant: str) -> None:
     chain = Chain(robot_by_id(robot_id))
+    turn_input = variant != "canonical"
     options = {**(SMALL if kind == "harmoatt" else {"hidden": 24, "layers": 2}), "hypotheses": 3, "canonical_turn": True,
-               "turn_input": turn_input}
+               "turn_input": turn_input, "behind_turn": variant == "behind_turn"}
     selection = JointSelection.for_chain(chain)
     lower, upper = chain.limits(torch.float32)
     network = IKNetwork(kind, lower, upper, PoseNormalizer.measure(chain, selection, samples=2000), selection, options, chain)
@@ -183,6 +188,9 @@ def test_the_fast_forward_pass_of_a_canonical_network_agrees_with_torch(robot_id
             parameter.add_(0.3 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)))
     network.eval()
     targets = make_eval_set(chain, 3, 100).batch
+    if variant == "behind_turn":  # poses beyond the first joint's range, turned the other way: some among the targets
+        assert bool((range_turn(FirstJointSymmetry(chain).azimuth(targets.pos), *network.lower[0:1], network.upper[0])
+                     != FirstJointSymmetry(chain).azimuth(targets.pos)).any())
     reference = copy.deepcopy(network).double()
     want = reference.solve_all(targets.pos, targets.quat).numpy()
     fast = FastIKNetwork.from_network(network, backend=backend)  # numba: the turn enters the first layer's bias
@@ -219,6 +227,33 @@ def test_turn_input_gives_the_model_the_turn_and_only_it() -> None:
     inside = (second[:, 0] > chain.robot.lower[0] + 1e-6) & (second[:, 0] < chain.robot.upper[0] - 1e-6)
     inside &= (first[:, 0] > chain.robot.lower[0] + 1e-6) & (first[:, 0] < chain.robot.upper[0] - 1e-6)
     assert bool(inside.any()) and wrapped[inside].abs().max() < 1e-9
+
+
+@pytest.mark.parametrize("robot_id", ["irb120", "panda"])
+def test_behind_turn_puts_the_targets_beyond_the_first_joints_range_in_the_back_half_plane(robot_id: str) -> None:
+    """The IRB120's and the Panda's joint 1 leave part of the circle out. range_turn keeps a pose's azimuth as
+    its turn inside the range and turns one beyond it by azimuth − π, into the back half-plane. Most
+    configurations that reach a position there are bent back over the base: turned so, their canonical
+    first joint (q₁ − turn) lies within π/2 of 0, as a facing arm's does (turned by the azimuth, it would
+    lie near ±π, where the canonical networks answered the first joint pinned at a limit)."""
+    chain = Chain(robot_by_id(robot_id))
+    symmetry = FirstJointSymmetry(chain)
+    lower, upper = float(chain.robot.lower[0]), float(chain.robot.upper[0])
+    q = chain.sample(20000, torch.Generator().manual_seed(11), torch.float64)
+    reached = chain.fk(q)
+    azimuth = symmetry.azimuth(reached.pos)
+    turn = range_turn(azimuth, lower, upper)
+    beyond = turn != azimuth
+    assert 0.03 < float(beyond.double().mean()) < 0.12  # 5–8 % of random configurations' positions lie there
+    assert bool((turn.abs() <= math.pi).all()) and float((turn[~beyond] - azimuth[~beyond]).abs().max()) == 0.0
+    assert float(((turn[beyond] - azimuth[beyond]).abs() - math.pi).abs().max()) < 1e-12
+    wrapped = lower + torch.remainder(azimuth - lower, 2 * math.pi)
+    assert bool((wrapped[beyond] > upper).all()) and bool((wrapped[~beyond] <= upper).all())
+    pos, _ = symmetry.move_each(reached.pos, reached.quat, -turn)
+    along = (pos - torch.as_tensor(symmetry.origin)) @ torch.as_tensor(symmetry.reference)
+    assert bool((along[beyond] < 0).all()) and bool((along[~beyond] >= 0).all())  # back and front half-planes
+    canonical = torch.remainder(q[:, 0] - turn + math.pi, 2 * math.pi) - math.pi
+    assert float((canonical[beyond].abs() < math.pi / 2).double().mean()) > 0.5  # IRB120 64 %, Panda 54 %
 
 
 def test_a_turn_input_network_trains_and_round_trips(tmp_path) -> None:  # noqa: ANN001

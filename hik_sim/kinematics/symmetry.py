@@ -27,7 +27,7 @@ import torch
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import quaternion_multiply
 
-__all__ = ["FirstJointSymmetry", "wrap_first_joint"]
+__all__ = ["FirstJointSymmetry", "wrap_first_joint", "range_turn"]
 
 
 def wrap_first_joint(first: torch.Tensor, lower: float, upper: float, clamp: bool = True) -> torch.Tensor:
@@ -38,6 +38,20 @@ def wrap_first_joint(first: torch.Tensor, lower: float, upper: float, clamp: boo
         return first
     return torch.where(first <= upper, first, torch.where(first - upper <= lower + 2 * math.pi - first,
                                                           first.new_tensor(upper), first.new_tensor(lower)))
+
+
+def range_turn(azimuth: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
+    """The turns (any shape) [rad] of a ``behind_turn`` network for poses at ``azimuth`` [rad, (−π, π]]: each
+    azimuth itself where it lies in the first joint's range [lower, upper] round the circle, else azimuth − π
+    (into (−π, π]): such a pose is turned to the back half-plane, where an arm whose first joint cannot face
+    it reaches it bent back over its base (the IRB120's and the Panda's joint 1 leave 30° and 28° of the
+    circle out: 5.2 % and 7.7 % of their test targets).
+
+    It assumes the arm faces the azimuth of the reference direction at first joint 0, as both do;
+    for a chain whose end effector does not (a humanoid's hand off to the side of its waist), the turn is
+    still a valid one, only not one that keeps the answer's first joint away from the limits."""
+    inside = lower + torch.remainder(azimuth - lower, 2 * math.pi) <= upper
+    return torch.where(inside, azimuth, torch.where(azimuth > 0, azimuth - math.pi, azimuth + math.pi))
 
 
 class FirstJointSymmetry:

@@ -15,11 +15,13 @@ __all__ = ["canonical_pose", "turn_back"]
 # and axis × that direction (3), base frame (hik_sim.kinematics.symmetry.FirstJointSymmetry).
 
 
-def canonical_pose(frame, pos, quat, out_pos, out_quat, max_distance):  # noqa: ANN001, ANN201
-    """The pose turned by −azimuth about the first joint's axis into out_pos (3,), out_quat (4,).
+def canonical_pose(frame, pos, quat, out_pos, out_quat, max_distance, lower, upper, behind):  # noqa: ANN001, ANN201
+    """The pose turned by −turn about the first joint's axis into out_pos (3,), out_quat (4,): the turn is the
+    pose's azimuth, or with ``behind`` (a ``behind_turn`` network) :func:`~hik_sim.kinematics.symmetry.range_turn` of it
+    for the first joint's range [lower, upper] [rad].
 
     Returns:
-        (status, azimuth [rad]): status 0, or 1 for a NaN/inf in the pose and 4 for a position
+        (status, turn [rad]): status 0, or 1 for a NaN/inf in the pose and 4 for a position
         coordinate beyond ``max_distance`` [m], as :func:`hik_sim.learning._fast_numba.prepare` (the outputs are then unset).
     """
     for i in range(4):
@@ -33,6 +35,10 @@ def canonical_pose(frame, pos, quat, out_pos, out_quat, max_distance):  # noqa: 
     dx, dy, dz = pos[0] - frame[0], pos[1] - frame[1], pos[2] - frame[2]
     kx, ky, kz = frame[3], frame[4], frame[5]
     azimuth = math.atan2(dx * frame[9] + dy * frame[10] + dz * frame[11], dx * frame[6] + dy * frame[7] + dz * frame[8])
+    if behind:  # hik_sim.kinematics.symmetry.range_turn for one value
+        value = azimuth - lower
+        if lower + (value - 2.0 * math.pi * math.floor(value / (2.0 * math.pi))) > upper:
+            azimuth = azimuth - math.pi if azimuth > 0.0 else azimuth + math.pi
     c, s = math.cos(azimuth), -math.sin(azimuth)  # Rodrigues' formula for the turn by −azimuth
     along = (dx * kx + dy * ky + dz * kz) * (1.0 - c)
     out_pos[0] = frame[0] + dx * c + (ky * dz - kz * dy) * s + kx * along

@@ -232,7 +232,8 @@ class FastIKNetwork:
         limits = (np.asarray(lower, dtype=np.float64)[free], np.asarray(upper, dtype=np.float64)[free])
         turn = None
         if network.symmetry is not None:  # the model answers for the canonical pose: its first joint spans the limits ± π
-            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=backend == "numba")
+            turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=backend == "numba",
+                                  behind=bool(getattr(network, "behind_turn", False)))
             limits[0][0] -= math.pi
             limits[1][0] += math.pi
         normalizer = network.normalizer
@@ -493,12 +494,13 @@ class _CanonicalTurn:
         lower: the first joint's lower limit [rad].
         upper: its upper limit [rad].
         compiled: use the numba kernels.
+        behind: a ``behind_turn`` network's turn (:func:`~hik_sim.kinematics.symmetry.range_turn`), not the azimuth.
     """
 
-    def __init__(self, symmetry: Any, lower: float, upper: float, compiled: bool) -> None:
+    def __init__(self, symmetry: Any, lower: float, upper: float, compiled: bool, behind: bool = False) -> None:
         origin, axis, u = (np.asarray(v, dtype=np.float64) for v in (symmetry.origin, symmetry.axis, symmetry.reference))
         self.frame = np.concatenate((origin, axis, u, np.cross(axis, u)))  # (12,): _canonical_turn's frame
-        self.lower, self.upper = lower, upper
+        self.lower, self.upper, self.behind = lower, upper, behind
         if compiled:
             from hik_sim.learning import _fast_numba as kernels
         else:
@@ -507,10 +509,12 @@ class _CanonicalTurn:
         self._pos, self._quat = np.empty(3), np.empty(4)
 
     def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float]:
-        """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −azimuth about the axis, azimuth [rad]);
+        """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −turn about the axis, the turn [rad]: its azimuth
+        or, ``behind``, the range_turn of it);
         status as :func:`~hik_sim.learning._canonical_turn.canonical_pose`'s 0, 1 (NaN/inf) or 4 (too far).
         The returned arrays are reused by the next call."""
-        status, azimuth = self._canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE)
+        status, azimuth = self._canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE,
+                                               self.lower, self.upper, self.behind)
         return status, self._pos, self._quat, azimuth
 
     def back(self, answers: np.ndarray, azimuth: float) -> bool:
