@@ -5,8 +5,11 @@ shipped network named: mean / median / p90 position error [mm], mean / median ro
 success at 5 mm & 2°, the share of the position mean made by the worst 10 % of targets, and the
 places where IK solution branches meet and a continuous network must jump: answers with the first
 joint within 0.01 rad of a limit (share of answers, their mean position error, their share of the
-position mean) and targets within 10 cm of the base's z axis (share, mean position error). For a
-network with several answers, how often each answer is the one chosen.
+position mean), targets within 10 cm of the base's z axis (share, mean position error) and, for a
+revolute first joint, targets whose azimuth about its axis lies beyond its range (share, mean position
+error, success): an arm that faces azimuth 0 at first joint 0 (the IRB120, the Panda) reaches those only
+bent back over its base (:func:`hik_sim.kinematics.symmetry.range_turn`). For a network with several
+answers, how often each answer is the one chosen.
 
 Output: a Markdown table on stdout and in ``<out>/tail_<robot>.md``, raw numbers in ``tail_<robot>.json``.
 
@@ -34,6 +37,7 @@ from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot
 from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.kinematics.symmetry import FirstJointSymmetry, range_turn
 
 
 def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, object]:
@@ -64,6 +68,13 @@ def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, obje
         "near_axis_share": float(near_axis.double().mean()),
         "near_axis_pos_mean_mm": float(pos_mm[near_axis].mean()) if near_axis.any() else 0.0,
     }
+    symmetry = FirstJointSymmetry(chain)
+    if symmetry.revolute:
+        azimuth = symmetry.azimuth(batch.pos)
+        beyond = range_turn(azimuth, float(lower[0]), float(upper[0])) != azimuth
+        row["beyond_range_share"] = float(beyond.double().mean())
+        row["beyond_range_pos_mean_mm"] = float(pos_mm[beyond].mean()) if beyond.any() else 0.0
+        row["beyond_range_success"] = float(((pos_mm < 5) & (rot_deg < 2))[beyond].double().mean()) if beyond.any() else 0.0
     if network.hypotheses > 1:  # which of the raw answers the choice took
         pos, quat = batch.pos.float(), batch.quat.float()
         raw = network(pos, quat, choose=False).candidates.detach()
@@ -76,15 +87,18 @@ def markdown(rows: list[dict[str, object]]) -> str:
     """The table."""
     lines = ["| robot | network | answers | pos mean / median / p90 [mm] | rot mean / median [°] | success 5 mm & 2° "
              "| worst 10 % share of pos mean | joint 1 at a limit: answers / their pos mean / share of pos mean "
-             "| targets < 10 cm from the base axis: share / pos mean |",
-             "|---|---|---:|---|---|---:|---:|---|---|"]
+             "| targets < 10 cm from the base axis: share / pos mean "
+             "| targets beyond joint 1's range: share / pos mean / success |",
+             "|---|---|---:|---|---|---:|---:|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['network']} | {r['answers']} | {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} / "
                      f"{r['pos_p90_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
                      f"| {100 * r['success_5mm_2deg']:.1f} % | {100 * r['worst10_share_of_pos_mean']:.0f} % "
                      f"| {100 * r['joint1_at_limit_share']:.1f} % / {r['joint1_at_limit_pos_mean_mm']:.1f} mm / "
                      f"{100 * r['joint1_at_limit_share_of_pos_mean']:.0f} % "
-                     f"| {100 * r['near_axis_share']:.1f} % / {r['near_axis_pos_mean_mm']:.1f} mm |")
+                     f"| {100 * r['near_axis_share']:.1f} % / {r['near_axis_pos_mean_mm']:.1f} mm "
+                     + (f"| {100 * r['beyond_range_share']:.1f} % / {r['beyond_range_pos_mean_mm']:.1f} mm / "
+                        f"{100 * r['beyond_range_success']:.1f} % |" if "beyond_range_share" in r else "| — |"))
     return "\n".join(lines) + "\n"
 
 
