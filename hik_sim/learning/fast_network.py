@@ -214,8 +214,9 @@ class FastIKNetwork:
             raise ModelError(f"the kinematics are {kinematics.robot.name!r}'s joints {list(kinematics.robot.joint_names)}, "
                            f"the network's are {list(selection.joint_names)}")
         hypotheses = int(network.hypotheses)
+        behind = bool(getattr(network, "behind_turn", False))  # asks a pose beyond the range both ways: scores answers
         geometry = None
-        if hypotheses > 1:
+        if hypotheses > 1 or behind:
             chain = network.chain
             if kinematics is None and chain is None:
                 raise ModelError(f"a network with {hypotheses} hypotheses needs its robot's chain or kinematics to rank its answers")
@@ -233,7 +234,7 @@ class FastIKNetwork:
         turn = None
         if network.symmetry is not None:  # the model answers for the canonical pose: its first joint spans the limits ± π
             turn = _CanonicalTurn(network.symmetry, float(limits[0][0]), float(limits[1][0]), compiled=backend == "numba",
-                                  behind=bool(getattr(network, "behind_turn", False)))
+                                  behind=behind)
             limits[0][0] -= math.pi
             limits[1][0] += math.pi
         normalizer = network.normalizer
@@ -252,7 +253,7 @@ class FastIKNetwork:
             if name in selection.fixed:
                 template[i] = float(selection.fixed[name])
         fast = cls(parts, backend, selection.joint_names, free, template, limits, pos_min, pos_max, hypotheses,
-                   kinematics if hypotheses > 1 else None, geometry)
+                   kinematics if hypotheses > 1 or behind else None, geometry)
         fast._turn = turn
         return fast
 
@@ -334,6 +335,15 @@ class FastIKNetwork:
                 self._set_turn(math.cos(azimuth), math.sin(azimuth))
             free = self._answers(canonical_pos, canonical_quat, (pos, quat))
             self._turn.back(free, azimuth)
+            if self._turn.behind:  # a pose beyond the range: asked turned by its azimuth too, each head keeps the better
+                status, canonical_pos, canonical_quat, other = self._turn.canonical(pos, quat, behind=False)
+                if other != azimuth:
+                    if self._set_turn is not None:
+                        self._set_turn(math.cos(other), math.sin(other))
+                    second = self._answers(canonical_pos, canonical_quat, (pos, quat))
+                    self._turn.back(second, other)
+                    better = self.scores(self._expand(second), pos, quat) < self.scores(self._expand(free), pos, quat)
+                    free[better] = second[better]
             return free
         return self._answers(pos, quat)
 
@@ -480,6 +490,17 @@ class FastIKNetwork:
         if self._turn.back(answers, azimuth):
             scores = self.scores(answers, pos, quat)
             best = int(np.argmin(scores))
+        if self._turn.behind:  # a pose beyond the range: asked turned by its azimuth too, each head keeps the better
+            status, canonical_pos, canonical_quat, other = self._turn.canonical(pos, quat, behind=False)
+            if other != azimuth:
+                if self._set_turn is not None:
+                    self._set_turn(math.cos(other), math.sin(other))
+                status, second, second_scores, _ = self._ranked(canonical_pos, canonical_quat)
+                if self._turn.back(second, other):
+                    second_scores = self.scores(second, pos, quat)
+                better = second_scores < scores
+                answers[better], scores[better] = second[better], second_scores[better]
+                best = int(np.argmin(scores))
         return answers, scores, best
 
 
@@ -508,13 +529,13 @@ class _CanonicalTurn:
         self._canonical_pose, self._turn_back = kernels.canonical_pose, kernels.turn_back
         self._pos, self._quat = np.empty(3), np.empty(4)
 
-    def canonical(self, pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float]:
+    def canonical(self, pos: np.ndarray, quat: np.ndarray, behind: bool | None = None) -> tuple[int, np.ndarray, np.ndarray, float]:
         """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −turn about the axis, the turn [rad]: its azimuth
-        or, ``behind``, the range_turn of it);
+        or, with ``behind`` (default: the network's), the range_turn of it);
         status as :func:`~hik_sim.learning._canonical_turn.canonical_pose`'s 0, 1 (NaN/inf) or 4 (too far).
         The returned arrays are reused by the next call."""
         status, azimuth = self._canonical_pose(self.frame, pos, quat, self._pos, self._quat, MAX_TARGET_DISTANCE,
-                                               self.lower, self.upper, self.behind)
+                                               self.lower, self.upper, self.behind if behind is None else behind)
         return status, self._pos, self._quat, azimuth
 
     def back(self, answers: np.ndarray, azimuth: float) -> bool:
