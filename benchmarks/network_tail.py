@@ -7,9 +7,11 @@ places where IK solution branches meet and a continuous network must jump: answe
 joint within 0.01 rad of a limit (share of answers, their mean position error, their share of the
 position mean), targets within 10 cm of the base's z axis (share, mean position error) and, for a
 revolute first joint, targets whose azimuth about its axis lies beyond its range (share, mean position
-error, success): an arm that faces azimuth 0 at first joint 0 (the IRB120, the Panda) reaches those only
-bent back over its base (:func:`hik_sim.kinematics.symmetry.range_turn`). For a network with several
-answers, how often each answer is the one chosen.
+error, success): an arm that faces azimuth 0 at first joint 0 (the IRB120, the Panda) reaches those
+mostly bent back over its base (:func:`hik_sim.kinematics.symmetry.range_turn`), and these are split by
+the configuration that made each target: bent back (its first joint within π/2 of the range turn) or
+facing it (the tool reaching across the limit). For a network with several answers, how often each
+answer is the one chosen.
 
 Output: a Markdown table on stdout and in ``<out>/tail_<robot>.md``, raw numbers in ``tail_<robot>.json``.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 from datetime import datetime, timezone
@@ -75,6 +78,11 @@ def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, obje
         row["beyond_range_share"] = float(beyond.double().mean())
         row["beyond_range_pos_mean_mm"] = float(pos_mm[beyond].mean()) if beyond.any() else 0.0
         row["beyond_range_success"] = float(((pos_mm < 5) & (rot_deg < 2))[beyond].double().mean()) if beyond.any() else 0.0
+        made = torch.remainder(batch.q[:, 0] - range_turn(azimuth, float(lower[0]), float(upper[0])) + math.pi, 2 * math.pi) - math.pi
+        for name, part in (("bent_back", beyond & (made.abs() < math.pi / 2)), ("facing", beyond & (made.abs() >= math.pi / 2))):
+            row[f"beyond_{name}_share"] = float(part.double().mean())
+            row[f"beyond_{name}_pos_mean_mm"] = float(pos_mm[part].mean()) if part.any() else 0.0
+            row[f"beyond_{name}_success"] = float(((pos_mm < 5) & (rot_deg < 2))[part].double().mean()) if part.any() else 0.0
     if network.hypotheses > 1:  # which of the raw answers the choice took
         pos, quat = batch.pos.float(), batch.quat.float()
         raw = network(pos, quat, choose=False).candidates.detach()
@@ -88,8 +96,9 @@ def markdown(rows: list[dict[str, object]]) -> str:
     lines = ["| robot | network | answers | pos mean / median / p90 [mm] | rot mean / median [°] | success 5 mm & 2° "
              "| worst 10 % share of pos mean | joint 1 at a limit: answers / their pos mean / share of pos mean "
              "| targets < 10 cm from the base axis: share / pos mean "
-             "| targets beyond joint 1's range: share / pos mean / success |",
-             "|---|---|---:|---|---|---:|---:|---|---|---|"]
+             "| targets beyond joint 1's range: share / pos mean / success | of them made bent back: share / pos mean / success "
+             "| made facing: share / pos mean / success |",
+             "|---|---|---:|---|---|---:|---:|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['network']} | {r['answers']} | {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} / "
                      f"{r['pos_p90_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
@@ -97,8 +106,9 @@ def markdown(rows: list[dict[str, object]]) -> str:
                      f"| {100 * r['joint1_at_limit_share']:.1f} % / {r['joint1_at_limit_pos_mean_mm']:.1f} mm / "
                      f"{100 * r['joint1_at_limit_share_of_pos_mean']:.0f} % "
                      f"| {100 * r['near_axis_share']:.1f} % / {r['near_axis_pos_mean_mm']:.1f} mm "
-                     + (f"| {100 * r['beyond_range_share']:.1f} % / {r['beyond_range_pos_mean_mm']:.1f} mm / "
-                        f"{100 * r['beyond_range_success']:.1f} % |" if "beyond_range_share" in r else "| — |"))
+                     + ("".join(f"| {100 * r[f'{k}_share']:.1f} % / {r[f'{k}_pos_mean_mm']:.1f} mm / {100 * r[f'{k}_success']:.1f} % "
+                                for k in ("beyond_range", "beyond_bent_back", "beyond_facing")) + "|"
+                        if "beyond_range_share" in r else "| — | — | — |"))
     return "\n".join(lines) + "\n"
 
 

@@ -137,6 +137,8 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
         assert 0.1 <= row["worst10_share_of_pos_mean"] <= 1  # the worst tenth makes at least a tenth
         assert 0.02 < row["beyond_range_share"] < 0.09  # joint 1 leaves 30° of 360 out
         assert row["beyond_range_pos_mean_mm"] > 0 and 0 <= row["beyond_range_success"] <= 1
+        parts = row["beyond_bent_back_share"], row["beyond_facing_share"]
+        assert min(parts) > 0 and sum(parts) == pytest.approx(row["beyond_range_share"])  # every such target is one of them
     assert "chosen_counts" not in rows[0] and sum(rows[1]["chosen_counts"]) == 400
     checkpoint = tmp_path / "four.pt"  # a checkpoint path is a network too: the same rows as its shipped name
     shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)
