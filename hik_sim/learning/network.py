@@ -26,7 +26,9 @@ moves its first joint again for that pose: on the iCub the share of answers pinn
 from 5 % to 13 % over the second half of an hour's run. With ``clamp_straight_through``
 (``--model-option clamp_straight_through=true``) training still sees the clamped value but its
 gradient passes to the value before the clamp as if there were none: where the target's answer lies
-inside the range, the gradient at the limit points back into it and the answer can return.
+inside the range, the gradient at the limit points back into it and the answer can return. Measured
+once, on the iCub, it trained far worse from the start (22.0 against 9.2 mm after 10 minutes;
+docs/networks.md): kept as an option, off by default.
 
 Even so a canonical network cannot tell which branch the range allows: two poses that differ only by
 their turn have one canonical pose, and where one turn puts the first joint's answer beyond its
@@ -37,7 +39,7 @@ is given back to the model as (cos, sin) of the azimuth beside the canonical pos
 first five as the position. The answer's first joint is still the canonical one plus the turn.
 
 An arm whose first joint leaves part of the circle out (the IRB120's and the Panda's: 30° and 28°)
-reaches a target there only bent back over its base, the first joint turned by π from facing it: a
+reaches most targets there bent back over its base, the first joint turned by π from facing it: a
 branch that canonical networks, facing every target, answered with the first joint pinned at a limit
 (44 % of the IRB120's targets there, 26.6 mm off on average). With ``behind_turn``
 (``--model-option behind_turn=true``) such a pose is turned by its azimuth − π instead
