@@ -471,6 +471,32 @@ def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets() 
     assert float(first_good.function_evals.double().mean()) < 0.95 * float(ranked.function_evals.double().mean())
 
 
+def test_a_fallback_network_seeds_the_targets_none_of_the_networks_answers_is_good_for() -> None:
+    """HybridIK(fallback=...): targets with a good answer among the network's are solved exactly as without
+    it; the others start from the fallback network's answer, then the network's own; every FK counted."""
+    from hik_sim.policies import load_pretrained
+
+    chain = Chain(robot_by_id("irb120"))
+    network, fallback = load_pretrained("irb120", "harmoatt_4answers"), load_pretrained("irb120", "mlp")
+    refiner = LMRefiner(chain)
+    targets = make_eval_set(chain, 5, 300).batch
+    solver = HybridIK(network, refiner, fallback=fallback)
+    seeds, _ = first_good_answers(chain, chain.clamp(network.candidates(targets.pos, targets.quat).double()), targets.pos,
+                                  targets.quat, solver.head_order, SUCCESS)
+    first = chain.fk(seeds[:, 0])
+    good = SUCCESS.met(position_error(first.pos, targets.pos), rotation_error(first.quat, targets.quat))
+    assert 0 < int((~good).sum()) < 300
+    result = solver.solve(targets.pos, targets.quat)
+    alone = HybridIK(network, refiner).solve(targets.pos[good], targets.quat[good])  # the same fresh restart stream
+    assert torch.equal(result.q[good], alone.q) and torch.equal(result.function_evals[good], alone.function_evals)
+    assert bool(result.success.all()) and _in_limits(chain, result.q) and bool(torch.isfinite(result.q).all())
+    from_fallback = LMRefiner(chain).solve(targets.pos[~good], targets.quat[~good],
+                                           chain.clamp(fallback.solve(targets.pos[~good], targets.quat[~good]).double()))
+    assert bool((result.fk_evals[~good] >= 4 + from_fallback.fk_evals).all())  # the network's 4 answers checked, then LM
+    with pytest.raises(HikError, match="fallback network"):
+        HybridIK(network, refiner, fallback=fallback, rank_all_answers=True)
+
+
 def test_the_network_alone_is_not_charged_for_the_fk_that_reports_its_errors(irb120: Chain, tiny_network,  # noqa: ANN001
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import time as time_module

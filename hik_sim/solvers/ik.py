@@ -1061,17 +1061,23 @@ class HybridIK:
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
                  finish: Tolerance = EXACT, flip_restarts: bool = True, rank_all_answers: bool = False,
-                 face_restarts: bool = False) -> None:
-        check_network_fits(network, refiner.chain)
+                 face_restarts: bool = False, fallback: IKNetwork | None = None) -> None:
+        for net in (network,) if fallback is None else (network, fallback):
+            check_network_fits(net, refiner.chain)
+            if dict(net.selection.fixed) != dict(refiner.selection.fixed):
+                raise SolverError(f"the network holds {dict(net.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
         if restarts < 0:
             raise SolverError(f"restarts must be >= 0, got {restarts}")
-        if dict(network.selection.fixed) != dict(refiner.selection.fixed):
-            raise SolverError(f"the network holds {dict(network.selection.fixed)} fixed but the refiner {dict(refiner.selection.fixed)}")
+        if fallback is not None and (network.hypotheses == 1 or rank_all_answers):
+            raise SolverError("a fallback network takes the targets none of the network's answers is good for: "
+                              "give a network with several answers and rank_all_answers=False")
         self.network, self.refiner, self.restarts, self.seed, self.finish = network, refiner, restarts, seed, finish
         self.flips = JointFlips(refiner.chain, list(refiner.selection.free_index)) if flip_restarts else None
         self.rank_all_answers = rank_all_answers
         self.head_order = head_order(network)
         self.facing = _facing(refiner.chain, refiner.selection) if face_restarts else None
+        self.fallback = fallback
+        self.fallback_order = head_order(fallback) if fallback is not None and fallback.hypotheses > 1 else (0,)
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
@@ -1087,6 +1093,8 @@ class HybridIK:
             if hypotheses > 1 and not self.rank_all_answers:
                 answers = chain.clamp(self.network.candidates(p, o).double().cpu())
                 seeds, choice = first_good_answers(chain, answers, p, o, self.head_order, self.refiner.tolerance)
+                if self.fallback is not None:
+                    return self._with_fallback(p, o, seeds, choice, generator)
             else:  # ordering H > 1 answers best first costs H FK
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64)
@@ -1104,10 +1112,50 @@ class HybridIK:
             result = seeded(None)
         return replace(result, wall_time=time.perf_counter() - start)
 
+    def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, seeds: torch.Tensor, choice: torch.Tensor,
+                       generator: np.random.Generator) -> IKResult:
+        """LM and restarts for targets (B, 3), (B, 4) whose network answers ``seeds`` (B, H, n) are ordered by
+        :func:`first_good_answers` (``choice`` (B,): the FK spent): where none of them is good, the fallback
+        network's answers (its first good one first) go before them."""
+        chain, tolerance = self.refiner.chain, self.refiner.tolerance
+        first = chain.fk(seeds[:, 0])  # already evaluated by first_good_answers: not counted again
+        good = tolerance.met(position_error(first.pos, pos), rotation_error(first.quat, quat))
+        none, some = torch.nonzero(~good).flatten(), torch.nonzero(good).flatten()
+        assert self.fallback is not None
+        parts: list[tuple[torch.Tensor, IKResult]] = []
+        if some.numel():
+            answer = _restarts(self.refiner, pos[some], quat[some], seeds[some], 1 + self.restarts, generator,
+                               finish=self.finish, flips=self.flips, facing=self.facing)
+            parts.append((some, replace(answer, fk_evals=answer.fk_evals + choice[some])))
+        if none.numel():
+            p, o = pos[none], quat[none]
+            answers = chain.clamp(self.fallback.candidates(p, o).double().cpu())
+            if answers.shape[1] > 1:
+                extra, spent = first_good_answers(chain, answers, p, o, self.fallback_order, tolerance)
+            else:  # one answer: nothing to choose
+                extra, spent = answers, torch.zeros(p.shape[0], dtype=torch.int64)
+            answer = _restarts(self.refiner, p, o, torch.cat((extra, seeds[none]), dim=1), 1 + self.restarts, generator,
+                               finish=self.finish, flips=self.flips, facing=self.facing)
+            parts.append((none, replace(answer, fk_evals=answer.fk_evals + choice[none] + spent)))
+        return _scatter(parts, pos.shape[0])
+
     @property
     def chain(self) -> Chain:
         """The refiner's chain (the :class:`IKSolver` attribute)."""
         return self.refiner.chain
+
+
+def _scatter(parts: list[tuple[torch.Tensor, IKResult]], batch: int) -> IKResult:
+    """One result for ``batch`` targets from results of disjoint sets of them, ``(index (b,), result of b targets)``."""
+    fields = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
+    joined: dict[str, Any] = {}
+    for name in fields:
+        sample = getattr(parts[0][1], name)
+        whole = sample.new_zeros((batch, *sample.shape[1:]))
+        for index, result in parts:
+            whole[index] = getattr(result, name)
+        joined[name] = whole
+    return IKResult(**joined, wall_time=sum(result.wall_time for _, result in parts))
 
 
 def _merge(into: IKResult, other: IKResult, index: torch.Tensor) -> IKResult:
