@@ -10,7 +10,9 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
    not the default);
 
-and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
+with ``--network CHECKPOINT`` (one robot), the default seeded by that network instead, alone and with the
+shipped seed as its fallback (``HybridIK(fallback=...)``: the targets none of its answers is good for
+start from the shipped seed's answers); and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
 reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
 exact (0.1 mm & 0.1°), FK + Jacobian evaluations a target (mean / median / p99), the expensive tail
 (targets that took ≥ 100 evaluations: their share of targets and of all evaluations), wall time, and
@@ -22,6 +24,7 @@ Output: a Markdown table on stdout and in ``<out>/hybrid_cost.md``, raw numbers 
 Usage::
 
     python benchmarks/hybrid_cost.py --robots irb120 talos --out benchmarks/results/hybrid_cost
+    python benchmarks/hybrid_cost.py --robots irb120 --network runs/irb120_behind.best.pt --out benchmarks/results/hybrid_cost/fallback
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import torch
 from hik_sim.evaluation.experiments import TARGET_SEED
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.tolerances import EXACT
+from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_seed_name, load_pretrained
 from hik_sim.robots import get_robot, robot_names
@@ -72,8 +76,9 @@ def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[s
             "nan": bool(torch.isnan(result.q).any())}
 
 
-def rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
-    """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart."""
+def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[dict[str, Any]]:
+    """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart
+    (and, with ``checkpoint``, the default seeded by it, alone and with the shipped seed as fallback)."""
     chain = Chain(get_robot(robot))
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
@@ -82,8 +87,13 @@ def rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
     refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
     multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
     rows = [multistart]
-    for label, options in VARIANTS:
-        row = _row(robot, label, name, HybridIK(network, refiner, **options).solve(batch.pos, batch.quat))
+    solvers = [(label, name, HybridIK(network, refiner, **options)) for label, options in VARIANTS]
+    if checkpoint is not None:
+        other = load_checkpoint(checkpoint, get_robot(robot))[0]
+        solvers += [("hybrid (default)", checkpoint.stem, HybridIK(other, refiner)),
+                    (f"hybrid (default), {name} as fallback", checkpoint.stem, HybridIK(other, refiner, fallback=network))]
+    for label, seed_name, solver in solvers:
+        row = _row(robot, label, seed_name, solver.solve(batch.pos, batch.quat))
         row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])
         row["time_speedup"] = multistart["wall_time_s"] / row["wall_time_s"]
         rows.append(row)
@@ -108,10 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
     parser.add_argument("--targets", type=int, default=5000, help="targets per robot (default 5000)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hybrid_cost"), help="output folder")
+    parser.add_argument("--network", type=Path, default=None, metavar="CHECKPOINT",
+                        help="a checkpoint of the one robot given: rows seeded by it, alone and with the shipped seed as fallback")
     args = parser.parse_args(argv)
     if args.targets < 1:
         parser.error("--targets must be at least 1")
-    rows = [row for robot in args.robots for row in rows_for(robot, args.targets)]
+    if args.network is not None and len(args.robots) != 1:
+        parser.error("--network is a checkpoint of one robot: give one --robots name")
+    rows = [row for robot in args.robots for row in rows_for(robot, args.targets, args.network)]
     table = markdown(rows)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -425,3 +425,11 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
     assert first_good["evals_reduction_pct"] == pytest.approx(100 * (1 - first_good["evals_mean"] / multistart["evals_mean"]))
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()
+    checkpoint = tmp_path / "other.pt"  # a checkpoint as the seed, alone and with the shipped seed as fallback
+    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)  # several answers: a fallback needs them
+    assert bench.main(["--robots", "irb120", "--targets", "40", "--network", str(checkpoint), "--out", str(tmp_path / "fb")]) == 0
+    rows = json.loads((tmp_path / "fb" / "hybrid_cost.json").read_text())["rows"]
+    assert [r["seed_network"] for r in rows[-2:]] == ["other", "other"] and "fallback" in rows[-1]["solver"]
+    assert all(r["success"] == 1.0 and not r["nan"] for r in rows[-2:])
+    with pytest.raises(SystemExit):
+        bench.main(["--robots", "irb120", "panda", "--network", str(checkpoint)])
