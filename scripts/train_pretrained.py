@@ -87,11 +87,12 @@ CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "romeo": (("clamp_in_training", True), ("turn_input", True)),
     "jvrc1": (("clamp_in_training", True), ("turn_input", True)),
     "panda": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
+    "g1": (("clamp_in_training", True), ("turn_input", True)),
 }
 """The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–20: the
 first joint's answer clamped in training where most of its circle is out of range, and the turn given back
-to the model on JVRC-1, the Panda, TALOS and Romeo; the Panda's targets beyond joint 1's range turned to
-the back half-plane, docs/networks.md)."""
+to the model on JVRC-1, the Panda, TALOS, Romeo and the G1; the Panda's targets beyond joint 1's range
+turned to the back half-plane, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:

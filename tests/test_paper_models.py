@@ -328,7 +328,8 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     out of its input), the recipe of the shipped ones; the one-answer pair keeps the default size."""
     script = _train_pretrained()
     four = dict(script.model_options("harmoatt", "g1", (), 4, "harmoatt_4answers"))
-    assert four == {**dict(script.CLOSED_LOOP_RECIPE), "hypotheses": 4} and four["canonical_turn"] is True
+    assert four == {**dict(script.CLOSED_LOOP_RECIPE), **dict(script.CLOSED_LOOP_EXTRAS["g1"]), "hypotheses": 4}
+    assert four["canonical_turn"] is True and four["turn_input"] is True  # the G1's options since session 20
     assert "canonical_turn" not in dict(script.model_options("harmoatt", "g1", (), 1, "harmoatt"))
     out = tmp_path / "shipped"
     argv = ["--robots", "g1", "--only", "harmoatt_4answers", "--steps", "2", "--batch", "16", "--device", "cpu",
