@@ -74,15 +74,15 @@ def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, obje
     symmetry = FirstJointSymmetry(chain)
     if symmetry.revolute:
         azimuth = symmetry.azimuth(batch.pos)
-        beyond = range_turn(azimuth, float(lower[0]), float(upper[0])) != azimuth
-        row["beyond_range_share"] = float(beyond.double().mean())
-        row["beyond_range_pos_mean_mm"] = float(pos_mm[beyond].mean()) if beyond.any() else 0.0
-        row["beyond_range_success"] = float(((pos_mm < 5) & (rot_deg < 2))[beyond].double().mean()) if beyond.any() else 0.0
-        made = torch.remainder(batch.q[:, 0] - range_turn(azimuth, float(lower[0]), float(upper[0])) + math.pi, 2 * math.pi) - math.pi
-        for name, part in (("bent_back", beyond & (made.abs() < math.pi / 2)), ("facing", beyond & (made.abs() >= math.pi / 2))):
+        turn = range_turn(azimuth, float(lower[0]), float(upper[0]))
+        beyond = turn != azimuth
+        made = torch.remainder(batch.q[:, 0] - turn + math.pi, 2 * math.pi) - math.pi  # the target's own first joint, turned
+        solved = (pos_mm < 5) & (rot_deg < 2)
+        for name, part in (("range", beyond), ("bent_back", beyond & (made.abs() < math.pi / 2)),
+                           ("facing", beyond & (made.abs() >= math.pi / 2))):
             row[f"beyond_{name}_share"] = float(part.double().mean())
             row[f"beyond_{name}_pos_mean_mm"] = float(pos_mm[part].mean()) if part.any() else 0.0
-            row[f"beyond_{name}_success"] = float(((pos_mm < 5) & (rot_deg < 2))[part].double().mean()) if part.any() else 0.0
+            row[f"beyond_{name}_success"] = float(solved[part].double().mean()) if part.any() else 0.0
     if network.hypotheses > 1:  # which of the raw answers the choice took
         pos, quat = batch.pos.float(), batch.quat.float()
         raw = network(pos, quat, choose=False).candidates.detach()

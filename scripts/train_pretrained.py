@@ -51,6 +51,7 @@ optimiser state, and its index entry (steps and training time over the whole lin
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -60,7 +61,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from hik_sim.evaluation.metrics import evaluate_network
+from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.checkpoint import Card, load_checkpoint, save_checkpoint
+from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.models import matched_mlp_hidden, size_options
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
@@ -248,12 +252,6 @@ def _revalidated(network: IKNetwork, card: Card, robot_name: str) -> Card:
     """``card`` with its validation figures measured again on its own validation set, by the network as the
     code now answers (a checkpoint trained before a change to how a network answers once trained, such as
     a ``behind_turn`` network asking poses beyond the range both ways, keeps its card true)."""
-    import dataclasses
-
-    from hik_sim.evaluation.metrics import evaluate_network
-    from hik_sim.kinematics.chain import Chain
-    from hik_sim.learning.data import make_eval_set
-
     chain = Chain(get_robot(robot_name))
     metrics = evaluate_network(network.eval(), chain, make_eval_set(chain, card.eval_set["seed"], card.eval_set["size"]))
     return dataclasses.replace(card, metrics={**card.metrics, **metrics})

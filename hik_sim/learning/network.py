@@ -249,9 +249,10 @@ class IKNetwork(nn.Module):
             if not self.behind_turn:
                 out = self._canonical_answers(pos, quat, azimuth)
             else:
-                out = self._canonical_answers(pos, quat, range_turn(azimuth, self.lower[0], self.upper[0]))
+                turn = range_turn(azimuth, self.lower[0], self.upper[0])
+                out = self._canonical_answers(pos, quat, turn)
                 if not self.training:
-                    out = self._also_facing(out, pos, quat, azimuth)
+                    out = self._also_facing(out, pos, quat, azimuth, turn != azimuth)
         if out.candidates is None:
             return out._replace(q=self.selection.expand(out.q))
         batch, hypotheses, free = out.candidates.shape
@@ -270,15 +271,15 @@ class IKNetwork(nn.Module):
             x = torch.cat((x[:, :3], torch.cos(column), torch.sin(column), x[:, 3:]), dim=1)
         return self._turn_back(self.model(x), turn)
 
-    def _also_facing(self, out: IKOutput, pos: torch.Tensor, quat: torch.Tensor, azimuth: torch.Tensor) -> IKOutput:
+    def _also_facing(self, out: IKOutput, pos: torch.Tensor, quat: torch.Tensor, azimuth: torch.Tensor,
+                     beyond: torch.Tensor) -> IKOutput:
         """A ``behind_turn`` network's answers ``out`` once trained, where a pose lies beyond the first joint's range,
         against those for the pose turned by its azimuth (the facing arm, as a plain canonical network asks): each
         head keeps the one that reaches the pose better. Both are needed: of the IRB120's test targets beyond
         the range, the 64 % whose configurations were bent back are answered well only turned to the back
         half-plane (4.4 against 40.9 mm mean), the 36 % whose arm faced them (the tool reaching across the
         limit) only turned by the azimuth (2.1 against 49.5 mm); both ways, 2.7 mm and 82.6 % (docs/networks.md)."""
-        beyond = range_turn(azimuth, self.lower[0], self.upper[0]) != azimuth
-        if not bool(beyond.any()):
+        if not bool(beyond.any()):  # beyond (B,): the poses whose turn was not their azimuth
             return out
         facing = self._canonical_answers(pos[beyond], quat[beyond], azimuth[beyond])
         first = out.q[:, None] if out.candidates is None else out.candidates  # (B, H, m)

@@ -972,6 +972,13 @@ def first_good_answers(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, q
     Returns:
         ``(seeds, fk)``: seeds (B, H, n), the one to start from first; fk (B,) int64, the FK spent.
     """
+    seeds, fk, _ = _first_good(chain, answers, pos, quat, order, good)
+    return seeds, fk
+
+
+def _first_good(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, order: Sequence[int],
+                good: Tolerance) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`first_good_answers` and (B,) bool: whether the seed put first is good (else none of them is)."""
     batch, hypotheses, _ = answers.shape
     rank_in_order = torch.empty(hypotheses, dtype=torch.float64)
     rank_in_order[list(order)] = torch.arange(hypotheses, dtype=torch.float64)
@@ -991,7 +998,9 @@ def first_good_answers(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, q
         pending = pending[~met]
     key[pending] = score[pending]
     index = key.argsort(dim=1)
-    return answers.gather(1, index[:, :, None].expand_as(answers)), fk
+    found = torch.ones(batch, dtype=torch.bool)
+    found[pending] = False
+    return answers.gather(1, index[:, :, None].expand_as(answers)), fk, found
 
 
 def _facing(chain: Chain, selection: JointSelection) -> FirstJointSymmetry | None:
@@ -1092,9 +1101,9 @@ class HybridIK:
             p, o = (pos, quat) if index is None else (pos[index], quat[index])
             if hypotheses > 1 and not self.rank_all_answers:
                 answers = chain.clamp(self.network.candidates(p, o).double().cpu())
-                seeds, choice = first_good_answers(chain, answers, p, o, self.head_order, self.refiner.tolerance)
+                seeds, choice, found = _first_good(chain, answers, p, o, self.head_order, self.refiner.tolerance)
                 if self.fallback is not None:
-                    return self._with_fallback(p, o, seeds, choice, generator)
+                    return self._with_fallback(p, o, seeds, choice, found, generator)
             else:  # ordering H > 1 answers best first costs H FK
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64)
@@ -1113,14 +1122,12 @@ class HybridIK:
         return replace(result, wall_time=time.perf_counter() - start)
 
     def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, seeds: torch.Tensor, choice: torch.Tensor,
-                       generator: np.random.Generator) -> IKResult:
+                       found: torch.Tensor, generator: np.random.Generator) -> IKResult:
         """LM and restarts for targets (B, 3), (B, 4) whose network answers ``seeds`` (B, H, n) are ordered by
-        :func:`first_good_answers` (``choice`` (B,): the FK spent): where none of them is good, the fallback
-        network's answers (its first good one first) go before them."""
+        :func:`first_good_answers` (``choice`` (B,): the FK spent; ``found`` (B,): one of them is good): where
+        none is, the fallback network's answers (its first good one first) go before them."""
         chain, tolerance = self.refiner.chain, self.refiner.tolerance
-        first = chain.fk(seeds[:, 0])  # already evaluated by first_good_answers: not counted again
-        good = tolerance.met(position_error(first.pos, pos), rotation_error(first.quat, quat))
-        none, some = torch.nonzero(~good).flatten(), torch.nonzero(good).flatten()
+        none, some = torch.nonzero(~found).flatten(), torch.nonzero(found).flatten()
         assert self.fallback is not None
         parts: list[tuple[torch.Tensor, IKResult]] = []
         if some.numel():
@@ -1145,11 +1152,14 @@ class HybridIK:
         return self.refiner.chain
 
 
+_PER_TARGET = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
+"""The :class:`IKResult` fields with one row a target."""
+
+
 def _scatter(parts: list[tuple[torch.Tensor, IKResult]], batch: int) -> IKResult:
     """One result for ``batch`` targets from results of disjoint sets of them, ``(index (b,), result of b targets)``."""
-    fields = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
     joined: dict[str, Any] = {}
-    for name in fields:
+    for name in _PER_TARGET:
         sample = getattr(parts[0][1], name)
         whole = sample.new_zeros((batch, *sample.shape[1:]))
         for index, result in parts:
@@ -1236,12 +1246,11 @@ class SingleTargetIK:
         pos, quat = check_targets(target_pos, target_quat)
         q_init = None if q_init is None else _check_q_init(q_init, pos.shape[0], self.chain.dof)
         results = [self.solve_one(pos[i], quat[i], None if q_init is None else q_init[i].numpy()) for i in range(pos.shape[0])]
-        fields = ("q", "pos_err", "rot_err", "success", "iterations", "fk_evals", "jac_evals")
         if not results:  # an empty batch: empty results
             none = torch.zeros(0, dtype=torch.int64)
             return _result(self.chain, torch.zeros(0, self.chain.dof, dtype=torch.float64), pos, quat, self.tolerance,
                            none, none, none, start)
-        joined: dict[str, Any] = {name: torch.cat([getattr(r, name) for r in results]) for name in fields}
+        joined: dict[str, Any] = {name: torch.cat([getattr(r, name) for r in results]) for name in _PER_TARGET}
         return IKResult(**joined, wall_time=time.perf_counter() - start)
 
     def solve_one(self, target_pos, target_quat, q_init=None) -> IKResult:  # noqa: ANN001
