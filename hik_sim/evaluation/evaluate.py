@@ -203,8 +203,9 @@ def ik_accuracy(policy: PolicySpec, robot: RobotSpec, targets: int, seed: int) -
     """Open-loop accuracy: metrics and the per-target errors (position [m], rotation [rad]).
 
     ``ms_per_target`` times the solve of all targets after an untimed solve of the first few: a
-    fresh install compiles (numba) or loads the solvers' kernels on their first call (the hybrid's
-    first call in a fresh clone read 7.3 ms a target over 2,000 targets, the second 0.42).
+    fresh install compiles (numba) or loads the solvers' kernels on their first call (a development
+    check, session 20: the hybrid's first call in a fresh clone read 7.3 ms a target over 2,000 targets,
+    the second 0.42).
     """
     from hik_sim.learning.data import make_eval_set
     from hik_sim.kinematics.chain import Chain
