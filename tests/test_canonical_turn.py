@@ -176,6 +176,41 @@ def test_a_straight_through_clamp_trains_on_the_clamped_answers_and_passes_their
     assert any(g is not None and bool(g.any()) for g in grads)  # the pinned answers' first joint moves their weights
 
 
+def test_the_limit_pull_gives_pinned_answers_a_gradient_back_to_the_limit() -> None:
+    """A clamp_in_training network reports in training how far each answer's first joint lay outside its range
+    (0 inside, the distance to the nearer limit round the circle outside); the loss's limit_pull adds its mean
+    to the total, whose gradient then moves the pinned answers' weights (the clamped FK gives them none)."""
+    from hik_sim.errors import TrainingError
+    from hik_sim.learning.losses import CompositeLoss, LossConfig
+
+    chain = Chain(robot_by_id("romeo"))
+    targets = make_eval_set(chain, 5, 200).batch
+    lower, upper = chain.limits(torch.float64)
+    network = _network(chain, {**SMALL, "hypotheses": 2, "canonical_turn": True, "clamp_in_training": True}).train()
+    out = network(targets.pos, targets.quat, choose=False)
+    outside, first = out.outside, out.candidates[..., 0]
+    assert outside is not None and outside.shape == first.shape == (200, 2)
+    at_limit = ((first - lower[0]).abs() < 1e-6) | ((first - upper[0]).abs() < 1e-6)
+    assert 0.2 < float(at_limit.double().mean()) < 1.0
+    assert bool((outside[~at_limit] == 0).all()) and bool((outside[at_limit] > 0).all())
+    assert float(outside.max()) <= math.pi - (float(upper[0]) - float(lower[0])) / 2 + 1e-9  # at most half the gap
+    reached = chain.fk(out.candidates.reshape(-1, chain.dof))
+    pos, quat = reached.pos.view(200, 2, 3), reached.quat.view(200, 2, 4)
+    plain, pulled = CompositeLoss(LossConfig()), CompositeLoss(LossConfig(limit_pull=2.0))
+    total = pulled(pos, quat, targets.pos, targets.quat, out.fusion_weights, outside).total
+    assert float(total) == pytest.approx(float(plain(pos, quat, targets.pos, targets.quat, out.fusion_weights).total)
+                                         + 2.0 * float(outside.mean()))
+    parameters = [p for p in network.parameters() if p.requires_grad]
+    grads = torch.autograd.grad(outside[at_limit].sum(), parameters, allow_unused=True)
+    assert any(g is not None and bool(g.any()) for g in grads)  # the pinned answers' weights move
+    network.eval()
+    assert network(targets.pos, targets.quat).outside is None  # once trained, nothing to report
+    with pytest.raises(TrainingError, match="limit_pull"):
+        TrainConfig(model="harmoatt", loss=LossConfig(limit_pull=1.0), model_options=(("canonical_turn", True),))
+    with pytest.raises(TrainingError, match="limit_pull"):
+        LossConfig(limit_pull=-1.0)
+
+
 def test_a_canonical_network_trains_round_trips_and_resumes(tmp_path) -> None:  # noqa: ANN001
     robot = robot_by_id("irb120")
     path = tmp_path / "turn.pt"

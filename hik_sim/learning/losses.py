@@ -82,6 +82,10 @@ class LossConfig:
         beta_momentum: momentum of the running median.
         hypothesis_mix: ε, weight of the mean loss over all hypotheses added to the winner's (only
             for networks with several hypotheses), in [0, 1].
+        limit_pull: weight [tolerance units per rad] of the mean distance by which a ``clamp_in_training``
+            network's answers put the first joint outside its range before the clamp (0: off). A clamped
+            answer passes no gradient to the first joint, so an answer once pinned at a limit stays there;
+            this term pulls it back to the limit, where the pose's own gradient takes over again.
     """
 
     position_tolerance: float = SUCCESS.position
@@ -95,6 +99,7 @@ class LossConfig:
     beta_max: float = 20.0
     beta_momentum: float = 0.98
     hypothesis_mix: float = 0.05
+    limit_pull: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("position_tolerance", "rotation_tolerance", "beta_kappa", "beta_min"):
@@ -106,6 +111,8 @@ class LossConfig:
             raise TrainingError(f"loss beta_momentum must be in [0, 1), got {self.beta_momentum}")
         if not 0 <= self.hypothesis_mix <= 1:
             raise TrainingError(f"loss hypothesis_mix must be in [0, 1], got {self.hypothesis_mix}")
+        if not (self.limit_pull >= 0 and math.isfinite(self.limit_pull)):
+            raise TrainingError(f"loss limit_pull must be a finite weight >= 0, got {self.limit_pull}")
         if not self.rotation_weight >= 0 or not math.isfinite(self.entropy_weight):
             raise TrainingError("loss rotation_weight must be >= 0 and entropy_weight finite")
 
@@ -193,7 +200,7 @@ class CompositeLoss(nn.Module):
         return float(self.beta_tensor())
 
     def forward(self, pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor,
-                fusion_weights: torch.Tensor | None = None) -> LossTerms:
+                fusion_weights: torch.Tensor | None = None, outside: torch.Tensor | None = None) -> LossTerms:
         """Loss of reached poses against targets.
 
         Args:
@@ -202,6 +209,8 @@ class CompositeLoss(nn.Module):
             target_pos: (B, 3) [m].
             target_quat: (B, 4) wxyz.
             fusion_weights: (B, K, 3) or ``None``.
+            outside: (B,) or (B, H) [rad], the network's ``IKOutput.outside``, or ``None``: with
+                ``limit_pull``, ``limit_pull × its mean`` joins the total.
 
         Returns:
             :class:`LossTerms`.
@@ -233,6 +242,8 @@ class CompositeLoss(nn.Module):
             task = position + c.rotation_weight * rotation + c.hypothesis_mix * (pos_loss + rot_loss).mean()
         entropy = fusion_entropy(fusion_weights) if fusion_weights is not None else pos.new_zeros(())
         total = task + c.entropy_weight * entropy
+        if c.limit_pull and outside is not None:
+            total = total + c.limit_pull * outside.mean()
         return LossTerms(total, position, rotation, entropy, beta)
 
 
@@ -279,7 +290,8 @@ class CycleIKLoss(nn.Module):
         self.position_beta, self.orientation_beta = float(position_beta), float(orientation_beta)
 
     def forward(self, pos: torch.Tensor, quat: torch.Tensor, target_pos: torch.Tensor, target_quat: torch.Tensor,
-                fusion_weights: torch.Tensor | None = None) -> LossTerms:  # noqa: ARG002 - same call as CompositeLoss
+                fusion_weights: torch.Tensor | None = None,  # noqa: ARG002 - same call as CompositeLoss
+                outside: torch.Tensor | None = None) -> LossTerms:  # noqa: ARG002
         """Reached poses (B, 3) [m], (B, 4) against targets → :class:`LossTerms` (position and rotation
         are CycleIK's unweighted terms, ``beta`` the position β [m])."""
         position = cycleik_position_loss(pos, target_pos, self.position_beta)

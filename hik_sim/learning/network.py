@@ -303,17 +303,23 @@ class IKNetwork(nn.Module):
         gradient is the unclamped one's)."""
         lower, upper = self.lower[0], self.upper[0]
         straight = self.training and self.clamp_straight_through
+        report = self.training and self.clamp_in_training
+        outside: list[torch.Tensor] = []
 
         def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
             turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
             # beyond the upper limit: the nearer limit round the circle, out of training or with clamp_in_training
             first = wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=not self.training or self.clamp_in_training)
-            if straight:  # the clamped value forward, the wrapped one's gradient backward
+            if straight or report:
                 wrapped = wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=False)
-                first = wrapped + (first - wrapped).detach()
+                if report:  # the distance to the nearer limit round the circle, its gradient pointing there
+                    outside.append(torch.minimum(wrapped - upper, lower + 2 * math.pi - wrapped).clamp(min=0))
+                if straight:  # the clamped value forward, the wrapped one's gradient backward
+                    first = wrapped + (first - wrapped).detach()
             return torch.cat((first[..., None], q[..., 1:]), dim=-1)
 
-        return out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
+        turned = out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
+        return turned._replace(outside=outside[-1]) if outside else turned
 
     def choose(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         """The candidate (B, H, n) → (B, n) whose FK reaches the target (B, 3), (B, 4) best."""

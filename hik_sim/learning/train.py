@@ -183,6 +183,10 @@ class TrainConfig:
         if lr is None:
             lr = float(cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR)
             object.__setattr__(self, "lr", lr)
+        if self.loss.limit_pull and not dict(self.model_options).get("clamp_in_training"):
+            raise TrainingError(f"loss limit_pull ({self.loss.limit_pull:g}) pulls a clamp_in_training network's pinned answers "
+                                "back to the limit; add --model-option clamp_in_training=true (with canonical_turn=true) or "
+                                "leave it at 0")
         if self.steps < 1:
             raise TrainingError(f"steps must be at least 1, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
@@ -496,12 +500,12 @@ def train(robot: RobotSpec, config: TrainConfig, out: str | os.PathLike[str] | N
             return loss_fn(predicted, target), error
         if out_net.candidates is None:
             reached = chain.fk(out_net.q)
-            terms = loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights)
+            terms = loss_fn(reached.pos, reached.quat, pos, quat, out_net.fusion_weights, out_net.outside)
             return terms, _pose_error(reached.pos.detach(), reached.quat.detach(), pos, quat) if replay else None
         batch, hypotheses, n = out_net.candidates.shape
         reached = chain.fk(out_net.candidates.reshape(batch * hypotheses, n))
         reached_pos, reached_quat = reached.pos.view(batch, hypotheses, 3), reached.quat.view(batch, hypotheses, 4)
-        terms = loss_fn(reached_pos, reached_quat, pos, quat, out_net.fusion_weights)
+        terms = loss_fn(reached_pos, reached_quat, pos, quat, out_net.fusion_weights, out_net.outside)
         if not replay:
             return terms, None
         error = _pose_error(reached_pos.detach(), reached_quat.detach(), pos[:, None], quat[:, None])
@@ -708,6 +712,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hypothesis-mix", type=float, default=defaults.loss.hypothesis_mix,
                         help="with several hypotheses: weight ε of all answers' mean loss beside the winner's "
                              f"(default {defaults.loss.hypothesis_mix}; 0 = pure winner-takes-all)")
+    parser.add_argument("--limit-pull", type=float, default=defaults.loss.limit_pull,
+                        help="with --model-option clamp_in_training=true: weight of the first joint's distance outside its "
+                             "range before the clamp [tolerance units per rad], which pulls pinned answers back to the limit "
+                             f"(default {defaults.loss.limit_pull:g}: off)")
     parser.add_argument("--eval-size", type=int, default=defaults.eval_size, help="validation targets (default 2000)")
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between validations (default 100)")
     parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
@@ -732,7 +740,7 @@ def main(argv: list[str] | None = None) -> int:
         robot = robot_from_args(args)
         fixed = tuple((name, _joint_value(name, value)) for name, value in args.fix_joint)
         loss = LossConfig(adaptive_beta=not args.no_adaptive_beta, sign_invariant=not args.no_sign_invariant,
-                          entropy_weight=args.entropy_weight, hypothesis_mix=args.hypothesis_mix)
+                          entropy_weight=args.entropy_weight, hypothesis_mix=args.hypothesis_mix, limit_pull=args.limit_pull)
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
                              seed=args.seed, device=args.device, fixed_joints=fixed,
                              model_options=tuple((k, _option_value(v)) for k, v in args.model_option), loss=loss,

@@ -24,12 +24,16 @@ class IKOutput(NamedTuple):
             (:class:`LimitHead` with ``hypotheses > 1``); ``None`` for a single answer. A bare
             model's ``q`` is then its first candidate; :class:`~hik_sim.learning.network.IKNetwork` replaces
             it with the candidate whose forward kinematics reaches the target best.
+        outside: (B,) or (B, H) [rad] how far each answer's first joint lay outside its range before the
+            clamp (0 inside): a ``clamp_in_training`` network's, in training (the loss's ``limit_pull``);
+            ``None`` otherwise.
     """
 
     q: torch.Tensor
     fusion_weights: torch.Tensor | None = None
     temperature: torch.Tensor | None = None
     candidates: torch.Tensor | None = None
+    outside: torch.Tensor | None = None
 
 
 class LimitHead(nn.Module):
