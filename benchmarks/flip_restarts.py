@@ -1,7 +1,8 @@
 """Flip restarts side by side: the hybrid solvers with and without them, in the same run.
 
 For each robot, both solvers a user gets from ``make_solver("hybrid", robot)``: the batched
-``HybridIK`` (seeded by the robot's ``hybrid_seed_name`` network, ``--targets`` reachable targets of
+``HybridIK`` (seeded by the robot's ``hybrid_seed_name`` network, with its ``hybrid_fallback_name`` network
+where it has one, ``--targets`` reachable targets of
 the hybrid table, seed 777) and the single-target ``SingleTargetIK`` (seeded by its
 ``single_target_seed_name`` network, ``--single-targets`` targets of seed 778), each with
 ``flip_restarts`` off and on (:mod:`hik_sim.kinematics.flips`). Columns: the robot's flips, success at
@@ -33,7 +34,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import make_eval_set
-from hik_sim.policies import hybrid_seed_name, load_pretrained, single_target_seed_name
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained, single_target_seed_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, SingleTargetIK
 
@@ -53,10 +54,12 @@ def rows_for(robot: str, targets: int, single_targets: int) -> list[dict[str, An
     triples = JointFlips(chain).triples
     rows = []
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
-    name = hybrid_seed_name(robot)
+    name, other = hybrid_seed_name(robot), hybrid_fallback_name(robot)
     network = load_pretrained(robot, name)
+    fallback = None if other is None else load_pretrained(robot, other)
+    name += "" if other is None else f" (then {other})"
     for flips in (False, True):
-        result = HybridIK(network, LMRefiner(chain), flip_restarts=flips).solve(batch.pos, batch.quat)
+        result = HybridIK(network, LMRefiner(chain), flip_restarts=flips, fallback=fallback).solve(batch.pos, batch.quat)
         rows.append(_row(robot, "HybridIK (batched)", name, flips, triples, result))
     single = make_eval_set(chain, TARGET_SEED + 1, single_targets).batch
     name = single_target_seed_name(robot)

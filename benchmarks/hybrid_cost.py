@@ -5,12 +5,14 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 
 1. flip restarts off, all of a several-answer network's answers ranked by FK before LM (session 17);
 2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`);
-3. flip restarts on, the first good answer in head order instead of ranking them all (the default,
-   ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+3. flip restarts on, the first good answer in head order instead of ranking them all (the default where
+   the robot has no fallback network, ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
 4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
    not the default);
+5. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
+   targets none of the seed's answers is good for (``HybridIK(fallback=...)``): the default there, 3 elsewhere;
 
-with ``--network CHECKPOINT`` (one robot), the default seeded by that network instead, alone and with the
+with ``--network CHECKPOINT`` (one robot), 3 seeded by that network instead, alone and with the
 shipped seed as its fallback (``HybridIK(fallback=...)``: the targets none of its answers is good for
 start from the shipped seed's answers); and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
 reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
@@ -45,7 +47,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
-from hik_sim.policies import hybrid_seed_name, load_pretrained
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK
 
@@ -57,7 +59,7 @@ VARIANTS = (
      {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False}),
     ("hybrid: flips on, all answers ranked, random restarts (session 18)",
      {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False}),
-    ("hybrid: flips on, first good answer, random restarts (default)",
+    ("hybrid: flips on, first good answer, random restarts",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False}),
     ("hybrid: flips on, first good answer, restarts facing the target", {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True}),
 )
@@ -78,7 +80,7 @@ def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[s
 
 def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[dict[str, Any]]:
     """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart
-    (and, with ``checkpoint``, the default seeded by it, alone and with the shipped seed as fallback)."""
+    (and, with ``checkpoint``, variant 3 seeded by it, alone and with the shipped seed as fallback)."""
     chain = Chain(get_robot(robot))
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
@@ -87,11 +89,18 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
     multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
     rows = [multistart]
-    solvers = [(label, name, HybridIK(network, refiner, **options)) for label, options in VARIANTS]
+    other = hybrid_fallback_name(robot)
+    default = len(VARIANTS) - 2 if other is None else None  # the row that is the registry's hybrid, where no fallback
+    solvers = [(label + (" (default)" if i == default else ""), name, HybridIK(network, refiner, **options))
+               for i, (label, options) in enumerate(VARIANTS)]
+    if other is not None:
+        solvers.append((f"hybrid: flips on, first good answer, {other} as fallback, random restarts (default)", name,
+                        HybridIK(network, refiner, fallback=load_pretrained(robot, other))))
     if checkpoint is not None:
-        other = load_checkpoint(checkpoint, get_robot(robot))[0]
-        solvers += [("hybrid (default)", checkpoint.stem, HybridIK(other, refiner)),
-                    (f"hybrid (default), {name} as fallback", checkpoint.stem, HybridIK(other, refiner, fallback=network))]
+        given = load_checkpoint(checkpoint, get_robot(robot))[0]
+        solvers += [("hybrid: flips on, first good answer, random restarts", checkpoint.stem, HybridIK(given, refiner)),
+                    (f"hybrid: flips on, first good answer, {name} as fallback, random restarts", checkpoint.stem,
+                     HybridIK(given, refiner, fallback=network))]
     for label, seed_name, solver in solvers:
         row = _row(robot, label, seed_name, solver.solve(batch.pos, batch.quat))
         row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])

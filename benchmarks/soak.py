@@ -260,7 +260,8 @@ def _warm(chain: Chain, solve: Callable[..., IKResult]) -> Callable[[torch.Tenso
 
 def build_solvers(robot: RobotSpec) -> list[Solver]:
     """Every solver a user can pick for ``robot``, from :func:`hik_sim.solvers.registry.make_solver` as the evaluator builds them."""
-    from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, single_target_seed_name
+    from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_fallback_name, hybrid_seed_name,
+                                  single_target_seed_name)
     from hik_sim.solvers.registry import make_solver, shipped_networks
     from hik_sim.solvers.ik import LMRefiner
 
@@ -268,7 +269,7 @@ def build_solvers(robot: RobotSpec) -> list[Solver]:
     shipped = shipped_networks(robot)
     solvers = [Solver(f"{name} (NeuralIK)", "batch", make_solver(name, robot).solve) for name in shipped]
     if shipped:
-        seed = hybrid_seed_name(robot.name)
+        seed = hybrid_seed_name(robot.name) + ("" if (other := hybrid_fallback_name(robot.name)) is None else f", then {other}")
         closed = make_solver("closed_loop", robot)
         networks = " + ".join((closed_loop_network_name(robot.name), *closed_loop_extra_names(robot.name)))
         turns = f", turned ±{abs(closed.first_joint_turns[0]):.2f}" if closed.first_joint_turns else ""

@@ -1,7 +1,7 @@
 """How many reachable targets the hybrid leaves unsolved, with up to 9 or 49 restarts, on many targets.
 
-Batched ``HybridIK`` (the robot's hybrid seed network → compiled LM; a target whose answer is short
-of exact, 0.1 mm & 0.1°, restarts from the network's other answers, then from random
+Batched ``HybridIK`` (the robot's hybrid seed network, with its fallback network where it has one,
+→ compiled LM; a target whose answer is short of exact, 0.1 mm & 0.1°, restarts from the networks' other answers, then from random
 configurations; 49 is ``HybridIK``'s default, :data:`hik_sim.solvers.RESTARTS`) on reachable
 targets (FK of configurations uniform in the limits; seed 99): success within 5 mm & 2° and exact,
 the unsolved count, mean evaluations (FK + Jacobian, the choice among a network's answers
@@ -27,7 +27,7 @@ import torch
 
 from hik_sim.learning.data import make_eval_set
 from hik_sim.kinematics.chain import Chain
-from hik_sim.policies import hybrid_seed_name, load_pretrained
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.solvers.ik import HybridIK, LMRefiner
@@ -36,16 +36,20 @@ SEED = 99
 
 
 def measure(robot_name: str, targets: int, restarts: int, seed_network: str | None = None) -> dict[str, Any]:
-    """One robot, one restart budget, one seed network (default: the robot's ``hybrid_seed_name``)."""
+    """One robot, one restart budget, one seed network (default: the robot's ``hybrid_seed_name``, with its
+    ``hybrid_fallback_name`` network where it has one; a seed network given goes alone)."""
     chain = Chain(get_robot(robot_name))
     batch = make_eval_set(chain, SEED, targets).batch
+    fallback_name = hybrid_fallback_name(robot_name) if seed_network is None else None
     seed_network = seed_network or hybrid_seed_name(robot_name)
     network = load_pretrained(robot_name, seed_network)
-    solver = HybridIK(network, LMRefiner(chain), restarts=restarts)
+    fallback = None if fallback_name is None else load_pretrained(robot_name, fallback_name)
+    solver = HybridIK(network, LMRefiner(chain), restarts=restarts, fallback=fallback)
     solver.solve(batch.pos[:2], batch.quat[:2])  # warm-up: the compiled LM's first call
     result = solver.solve(batch.pos, batch.quat)
     lower, upper = chain.limits(torch.float64)
-    return {"robot": robot_name, "seed_network": seed_network, "restarts": restarts, "targets": targets,
+    return {"robot": robot_name, "seed_network": seed_network + ("" if fallback_name is None else f" (then {fallback_name})"),
+            "restarts": restarts, "targets": targets,
             "success_5mm_2deg": float(result.success.double().mean()), "unsolved": int((~result.success).sum()),
             "exact_0.1mm_0.1deg": float(result.success_at(EXACT).double().mean()),
             "evals_per_target": float(result.function_evals.double().mean()), "ms_per_target": 1000 * result.wall_time / targets,

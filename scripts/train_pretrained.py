@@ -92,11 +92,14 @@ CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "jvrc1": (("clamp_in_training", True), ("turn_input", True)),
     "panda": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
     "g1": (("clamp_in_training", True), ("turn_input", True)),
+    "irb120": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
 }
-"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–20: the
+"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–21: the
 first joint's answer clamped in training where most of its circle is out of range, and the turn given back
-to the model on JVRC-1, the Panda, TALOS, Romeo and the G1; the Panda's targets beyond joint 1's range
-turned to the back half-plane, docs/networks.md)."""
+to the model on JVRC-1, the Panda, TALOS, Romeo, the G1 and the IRB120; the Panda's and the IRB120's targets
+beyond joint 1's range turned to the back half-plane, docs/networks.md). The IRB120's
+``harmoatt_4answers_map`` (its hybrid's fallback, ``hik_sim.policies.hybrid_fallback_name``) is not one of
+these jobs: a 638 k map-trunk network of 181 minutes, its harmoatt_4answers until session 21, kept as shipped."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:

@@ -248,12 +248,14 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert closed.main(["--robots", "irb120", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
     open_loop, open_turned, best, every, unturned, policy = rows  # IRB120's closed-loop network has four answers: every third row corrects all
-    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 5),
-                                                                                (5, 1, 5)]
+    # the policy: 4 + 1 + 4 answers (the one-answer network and the hybrid's fallback network beside the four)
+    assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 9),
+                                                                                (5, 1, 9)]
     assert open_turned["network"] == "harmoatt_4answers turned"  # the network alone, its misses asked again turned
     assert open_turned["success_5mm_2deg"] > open_loop["success_5mm_2deg"] and open_turned["fk_per_target"] > 4
-    assert unturned["network"] == "harmoatt_4answers + harmoatt"  # the policy: the one-answer network's answer beside the four
-    assert policy["network"] == "harmoatt_4answers + harmoatt turned"  # and its turned queries
+    policy_networks = "harmoatt_4answers + harmoatt + harmoatt_4answers_map"
+    assert unturned["network"] == policy_networks  # the policy: the other networks' answers beside the four
+    assert policy["network"] == f"{policy_networks} turned"  # and its turned queries
     assert policy["success_5mm_2deg"] > unturned["success_5mm_2deg"] >= best["success_5mm_2deg"]
     assert open_loop["fk_per_target"] == 4  # choosing among four answers
     assert 4 <= best["fk_per_target"] <= 4 + 2 and 4 <= every["fk_per_target"] <= 4 + 2 * 4
@@ -264,9 +266,12 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     failure, turned = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own, unturned and turned
     assert 0 < failure["failures"] < 300 * (1 - best["success_5mm_2deg"]) + 1  # five corrections miss no more targets than two
     assert failure["failures_pinned"] > failure["successes_pinned"]  # the misses are where the tanh head pins a limit
-    assert turned["failures"] < failure["failures"] and turned["failures_pinned"] < failure["failures_pinned"]  # the turns reach those
-    assert f"| irb120 | harmoatt_4answers + harmoatt | {failure['failures']} of 300 |" in table
-    assert f"| irb120 | harmoatt_4answers + harmoatt turned | {turned['failures']} of 300 |" in table
+    def pinned(row: dict) -> float:  # failures pinned at a limit (a share of none is NaN)
+        return row["failures"] * row["failures_pinned"] if row["failures"] else 0.0
+
+    assert turned["failures"] < failure["failures"] and pinned(turned) < pinned(failure)  # the turns reach those
+    assert f"| irb120 | {policy_networks} | {failure['failures']} of 300 |" in table
+    assert f"| irb120 | {policy_networks} turned | {turned['failures']} of 300 |" in table
 
 
 def test_the_closed_loop_failure_analysis_counts_pinned_joints_and_targets_near_limits() -> None:
@@ -412,17 +417,30 @@ def test_flip_restarts_rows_are_the_solvers_own_results(tmp_path: Path) -> None:
 
 def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Path) -> None:
     """The IRB120 (a four-answer seed and a wrist flip): the multistart's row, then the hybrid with flips off,
-    flips on, the first good answer, and restarts facing their targets; the tail columns are the solver's own evaluations, and the first
-    good answer spends fewer of them than ranking all four."""
+    flips on, the first good answer, restarts facing their targets, and its fallback network (the default there); the tail columns are
+    the solver's own evaluations, the first good answer spends fewer of them than ranking all four, and the default row is the
+    registry's hybrid."""
     bench = _load_script("hybrid_cost")
     assert bench.main(["--robots", "irb120", "--targets", "80", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "hybrid_cost.json").read_text())["rows"]
-    assert [r["solver"] for r in rows] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
+    labels = [r["solver"] for r in rows]
+    assert labels[:-1] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
+    assert labels[-1].endswith("(default)") and "harmoatt_4answers_map as fallback" in labels[-1]
     for row in rows:
         assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1 and not row["nan"]
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
-    multistart, _, ranked, first_good, _ = rows
+    multistart, _, ranked, first_good, _, default = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
+    from hik_sim.evaluation.experiments import TARGET_SEED
+    from hik_sim.kinematics.chain import Chain
+    from hik_sim.learning.data import make_eval_set
+    from hik_sim.robots import get_robot
+    from hik_sim.solvers.registry import make_solver
+
+    chain = Chain(get_robot("irb120"))  # the default row is make_solver's hybrid: the same evaluations on the same targets
+    batch = make_eval_set(chain, TARGET_SEED, 80).batch
+    assert make_solver("hybrid", "irb120", batched=True).solve(batch.pos, batch.quat).function_evals.double().mean().item() \
+        == pytest.approx(default["evals_mean"])
     assert first_good["evals_reduction_pct"] == pytest.approx(100 * (1 - first_good["evals_mean"] / multistart["evals_mean"]))
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()
     checkpoint = tmp_path / "other.pt"  # a checkpoint as the seed, alone and with the shipped seed as fallback

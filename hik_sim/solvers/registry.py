@@ -10,7 +10,8 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
   :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
   a target all of them miss is asked again turned about the first joint (``first_joint_turns``).
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK` on
-  :func:`~hik_sim.policies.hybrid_seed_name`'s network; one target a call (the controller's path),
+  :func:`~hik_sim.policies.hybrid_seed_name`'s network (asking :func:`~hik_sim.policies.hybrid_fallback_name`'s,
+  where the robot has one, for the targets none of the seed's answers is good for); one target a call (the controller's path),
   :class:`~hik_sim.solvers.ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the small
   ``mlp_seed`` where shipped, else the same network).
 - ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
@@ -172,8 +173,8 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained,
-                                      single_target_seed_name)
+        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_fallback_name, hybrid_seed_name,
+                                      load_pretrained, single_target_seed_name)
 
         if network is None and not shipped:
             raise NetworkNotShippedError(name, spec)
@@ -190,7 +191,11 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
             turns = FirstJointSymmetry(chain).default_turns if CLOSED_LOOP_FIRST_JOINT_TURNS and turned_helps else ()
             return NeuralIK(seed, chain, corrections=CLOSED_LOOP_CORRECTIONS, branches=CLOSED_LOOP_BRANCHES,
                             nearest_first=CLOSED_LOOP_NEAREST_FIRST, extra_networks=extra, first_joint_turns=turns)
-        return HybridIK(seed, LMRefiner(chain)) if batched else SingleTargetIK(chain, seed)
+        if not batched:
+            return SingleTargetIK(chain, seed)
+        # the shipped seed's fallback network where the robot has one (a given network goes alone)
+        fallback = hybrid_fallback_name(spec.name) if network is None else None
+        return HybridIK(seed, LMRefiner(chain), fallback=None if fallback is None else load_pretrained(spec.name, fallback, device))
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)
     if name == "lm":
