@@ -1,7 +1,8 @@
 """``python -m hik_sim.evaluate``: how well IK policies reach and track on a robot — numbers, plots, videos.
 
-For each policy (default: the shipped HarmoAtt-IK network, the MLP baseline and the hybrid
-network + LM solver) it measures
+For each policy (default: the shipped one-answer HarmoAtt-IK network and its MLP baseline, the
+four-answer networks closed on their own error (``closed_loop``, no solver) and the hybrid network +
+LM solver) it measures
 
 1. **IK accuracy** (open loop) on fixed reachable targets: position and rotation error
    distributions, success at (5 mm, 2°) and (10 mm, 20°), solve time per target;
@@ -85,8 +86,10 @@ class EvalConfig:
     """What the evaluator runs.
 
     Attributes:
-        policies: policy names (``harmoatt``, ``mlp``, ``hybrid``, ``multistart``, ``lm``,
-            ``dm_control``) or checkpoint paths.
+        policies: policy names (``harmoatt``, ``mlp``, ``closed_loop``, ``hybrid``, ``multistart``, ``lm``,
+            ``dm_control``) or checkpoint paths. The default: the paper's pair (the one-answer HarmoAtt-IK
+            network and its parameter-matched MLP, each alone), the product's network-alone controller
+            (``closed_loop``: the four-answer networks closed on their own error) and the hybrid.
         envs: ``reach`` and/or ``track``.
         trajectory: Track's trajectory.
         speed: Track's speed [m/s].
@@ -103,7 +106,7 @@ class EvalConfig:
             for (``--checkpoint``); a robot with shipped networks uses its own seed network.
     """
 
-    policies: tuple[str, ...] = ("harmoatt", "mlp", "hybrid")
+    policies: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid")
     envs: tuple[str, ...] = ("reach", "track")
     trajectory: str = "figure_eight"
     speed: float = 0.1
@@ -578,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     defaults = EvalConfig()
     parser.add_argument("--policy", nargs="+", default=None, metavar="POLICY",
                         help=f"policies: {', '.join(POLICY_NAMES)}, a network shipped for the robot (e.g. "
-                             "harmoatt_4answers on the irb120) or checkpoint paths (default: harmoatt mlp hybrid; "
+                             f"harmoatt_4answers on the irb120) or checkpoint paths (default: {' '.join(defaults.policies)}; "
                              f"for a robot with no shipped network: {' '.join(NETWORK_FREE_POLICIES)})")
     parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.pt) to evaluate (for a --urdf robot); it also "
                                                            "seeds --policy hybrid on a robot with no shipped network")
