@@ -65,6 +65,7 @@ from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.checkpoint import Card, load_checkpoint, save_checkpoint
 from hik_sim.learning.data import make_eval_set
+from hik_sim.learning.losses import LossConfig
 from hik_sim.learning.models import matched_mlp_hidden, size_options
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
@@ -93,6 +94,7 @@ CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "panda": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
     "g1": (("clamp_in_training", True), ("turn_input", True)),
     "irb120": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
+    "icub": (("clamp_in_training", True), ("turn_input", True)),
 }
 """The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–21: the
 first joint's answer clamped in training where most of its circle is out of range, and the turn given back
@@ -100,6 +102,10 @@ to the model on JVRC-1, the Panda, TALOS, Romeo, the G1 and the IRB120; the Pand
 beyond joint 1's range turned to the back half-plane, docs/networks.md). The IRB120's
 ``harmoatt_4answers_map`` (its hybrid's fallback, ``hik_sim.policies.hybrid_fallback_name``) is not one of
 these jobs: a 638 k map-trunk network of 181 minutes, its harmoatt_4answers until session 21, kept as shipped."""
+CLOSED_LOOP_LOSS: dict[str, tuple[tuple[str, Any], ...]] = {"icub": (("limit_pull", 10.0),)}
+"""The loss options (``LossConfig`` fields) a robot's shipped ``harmoatt_<H>answers`` trained with beside the
+defaults: the iCub's pulls the answers its clamp pins at the torso pitch's limits back to them (session 21,
+``--limit-pull 10``; without it its 60-minute runs grew a tail of such answers, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:
@@ -193,9 +199,11 @@ def main(argv: list[str] | None = None) -> int:
 def _config(args: argparse.Namespace, robot_name: str, model: str, fixed: tuple[tuple[str, float], ...], hypotheses: int,
             steps: int, minutes: float | None, stem: str | None = None) -> TrainConfig:
     lr = args.cycleik_lr if model == "cycleik" else args.lr
+    closed_loop = stem is not None and stem == f"harmoatt_{hypotheses}answers"
+    loss = LossConfig(**dict(CLOSED_LOOP_LOSS.get(robot_name, ()))) if closed_loop else LossConfig()
     return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=lr, seed=args.seed, device=args.device,
                        fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses, stem),
-                       eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)
+                       loss=loss, eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)
 
 
 def _train_in_turn(todo: list, args: argparse.Namespace, index: dict, index_path: Path) -> list[tuple[str, str, Card]]:

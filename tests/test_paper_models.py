@@ -331,6 +331,12 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     assert four == {**dict(script.CLOSED_LOOP_RECIPE), **dict(script.CLOSED_LOOP_EXTRAS["g1"]), "hypotheses": 4}
     assert four["canonical_turn"] is True and four["turn_input"] is True  # the G1's options since session 20
     assert "canonical_turn" not in dict(script.model_options("harmoatt", "g1", (), 1, "harmoatt"))
+    import argparse  # the iCub's closed-loop network trains with the limit pull (session 21), nothing else does
+
+    args = argparse.Namespace(lr=3e-3, cycleik_lr=1e-4, batch=256, seed=0, device="cpu", compile=False)
+    assert script._config(args, "icub", "harmoatt", (), 4, 10, 60.0, "harmoatt_4answers").loss.limit_pull == 10.0
+    assert script._config(args, "icub", "harmoatt", (), 1, 10, 60.0, "harmoatt").loss.limit_pull == 0.0
+    assert script._config(args, "g1", "harmoatt", (), 4, 10, 60.0, "harmoatt_4answers").loss.limit_pull == 0.0
     out = tmp_path / "shipped"
     argv = ["--robots", "g1", "--only", "harmoatt_4answers", "--steps", "2", "--batch", "16", "--device", "cpu",
             "--out", str(out), "--summary", str(tmp_path / "summary")]
@@ -346,4 +352,7 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
         if card.model_options.get("canonical_turn"):
             want = dict(script.model_options("harmoatt", robot, (), 4, "harmoatt_4answers"))
             assert {k: card.model_options.get(k, False) for k in want} == want, robot
+            loss = dict(script.CLOSED_LOOP_LOSS.get(robot, ()))  # and the loss options it trained with
+            assert {k: card.config["loss"].get(k, 0.0) for k in loss} == loss, robot
+            assert card.config["loss"].get("limit_pull", 0.0) == loss.get("limit_pull", 0.0), robot
     assert dict(script.model_options("harmoatt", "jvrc1", (), 4, "harmoatt_4answers"))["turn_input"] is True
