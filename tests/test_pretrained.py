@@ -138,7 +138,7 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
 
     assert hybrid_seed_name("irb120") == "harmoatt_4answers"
     network = load_pretrained("irb120", "harmoatt_4answers")
-    assert network.hypotheses == network.card.hypotheses == 4  # the card predates the field: read from model_options
+    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options["behind_turn"]  # session 21's 148 k network
     chain = Chain(robot_by_id("irb120"))
     full = network.card.eval_set
     targets = make_eval_set(chain, full["seed"], full["size"])
