@@ -34,7 +34,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import make_eval_set
-from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained, single_target_seed_name
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained, single_target_seed_name
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, SingleTargetIK
 
@@ -56,7 +56,7 @@ def rows_for(robot: str, targets: int, single_targets: int) -> list[dict[str, An
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name, other = hybrid_seed_name(robot), hybrid_fallback_name(robot)
     network = load_pretrained(robot, name)
-    fallback = None if other is None else load_pretrained(robot, other)
+    fallback = load_hybrid_fallback(robot)
     name += "" if other is None else f" (then {other})"
     for flips in (False, True):
         result = HybridIK(network, LMRefiner(chain), flip_restarts=flips, fallback=fallback).solve(batch.pos, batch.quat)

@@ -47,7 +47,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
-from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK
 
@@ -95,7 +95,7 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
                for i, (label, options) in enumerate(VARIANTS)]
     if other is not None:
         solvers.append((f"hybrid: flips on, first good answer, {other} as fallback, random restarts (default)", name,
-                        HybridIK(network, refiner, fallback=load_pretrained(robot, other))))
+                        HybridIK(network, refiner, fallback=load_hybrid_fallback(robot))))
     if checkpoint is not None:
         given = load_checkpoint(checkpoint, get_robot(robot))[0]
         solvers += [("hybrid: flips on, first good answer, random restarts", checkpoint.stem, HybridIK(given, refiner)),

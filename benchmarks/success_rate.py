@@ -27,7 +27,7 @@ import torch
 
 from hik_sim.learning.data import make_eval_set
 from hik_sim.kinematics.chain import Chain
-from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained
+from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.solvers.ik import HybridIK, LMRefiner
@@ -43,7 +43,7 @@ def measure(robot_name: str, targets: int, restarts: int, seed_network: str | No
     fallback_name = hybrid_fallback_name(robot_name) if seed_network is None else None
     seed_network = seed_network or hybrid_seed_name(robot_name)
     network = load_pretrained(robot_name, seed_network)
-    fallback = None if fallback_name is None else load_pretrained(robot_name, fallback_name)
+    fallback = None if fallback_name is None else load_hybrid_fallback(robot_name)
     solver = HybridIK(network, LMRefiner(chain), restarts=restarts, fallback=fallback)
     solver.solve(batch.pos[:2], batch.quat[:2])  # warm-up: the compiled LM's first call
     result = solver.solve(batch.pos, batch.quat)

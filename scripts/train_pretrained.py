@@ -124,6 +124,11 @@ def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tu
     return out
 
 
+def _closed_loop_stem(stem: str | None, hypotheses: int) -> bool:
+    """Whether ``stem`` is the robot's closed-loop network, ``harmoatt_<H>answers`` (its own recipe and loss)."""
+    return stem == f"harmoatt_{hypotheses}answers"
+
+
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
                   hypotheses: int, stem: str | None = None) -> tuple[tuple[str, Any], ...]:
     """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
@@ -132,7 +137,7 @@ def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], .
     if stem == "mlp_seed":
         return SEED_MLP
     options = (("hypotheses", hypotheses),) if hypotheses > 1 else ()
-    if stem is not None and stem == f"harmoatt_{hypotheses}answers":
+    if _closed_loop_stem(stem, hypotheses):
         return CLOSED_LOOP_RECIPE + CLOSED_LOOP_EXTRAS.get(robot_name, ()) + options
     outputs = get_robot(robot_name).dof - len(fixed)
     if model == "mlp":
@@ -199,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
 def _config(args: argparse.Namespace, robot_name: str, model: str, fixed: tuple[tuple[str, float], ...], hypotheses: int,
             steps: int, minutes: float | None, stem: str | None = None) -> TrainConfig:
     lr = args.cycleik_lr if model == "cycleik" else args.lr
-    closed_loop = stem is not None and stem == f"harmoatt_{hypotheses}answers"
-    loss = LossConfig(**dict(CLOSED_LOOP_LOSS.get(robot_name, ()))) if closed_loop else LossConfig()
+    loss = LossConfig(**dict(CLOSED_LOOP_LOSS.get(robot_name, ()))) if _closed_loop_stem(stem, hypotheses) else LossConfig()
     return TrainConfig(model=model, steps=steps, minutes=minutes, batch=args.batch, lr=lr, seed=args.seed, device=args.device,
                        fixed_joints=fixed, model_options=model_options(model, robot_name, fixed, hypotheses, stem),
                        loss=loss, eval_size=10_000, eval_every=max(500, steps // 30), compile=args.compile)

@@ -61,13 +61,14 @@ def test_flip_restarts_save_the_hybrid_evaluations_on_the_irb120_and_lose_no_tar
     """On 600 IRB120 targets (seed 777, the hybrid table's) the targets whose network answers all end pinned
     short of exact are the expensive ones; the wrist flip of such a run reaches exact for most of them (the
     registry's hybrid: the seed network, then its fallback network)."""
-    from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_pretrained
+    from hik_sim.policies import hybrid_seed_name, load_hybrid_fallback, load_pretrained
     from hik_sim.solvers.ik import HybridIK, LMRefiner
 
     chain = Chain(get_robot("irb120"))
     targets = make_eval_set(chain, 777, 600).batch
     network = load_pretrained("irb120", hybrid_seed_name("irb120"))
-    fallback = load_pretrained("irb120", str(hybrid_fallback_name("irb120")))
+    fallback = load_hybrid_fallback("irb120")
+    assert fallback is not None
     plain, flipped = (HybridIK(network, LMRefiner(chain), flip_restarts=flip, fallback=fallback).solve(targets.pos, targets.quat)
                       for flip in (False, True))
     assert float(EXACT.met(flipped.pos_err, flipped.rot_err).float().mean()) >= float(EXACT.met(plain.pos_err, plain.rot_err).float().mean())

@@ -303,23 +303,26 @@ class IKNetwork(nn.Module):
         gradient is the unclamped one's)."""
         lower, upper = self.lower[0], self.upper[0]
         straight = self.training and self.clamp_straight_through
-        report = self.training and self.clamp_in_training
-        outside: list[torch.Tensor] = []
+
+        def turned_first(q: torch.Tensor, clamp: bool) -> torch.Tensor:  # (B, ..., m) → (B, ...)
+            turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
+            return wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=clamp)
 
         def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
-            turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
             # beyond the upper limit: the nearer limit round the circle, out of training or with clamp_in_training
-            first = wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=not self.training or self.clamp_in_training)
-            if straight or report:
-                wrapped = wrap_first_joint(q[..., 0] + turn, lower, upper, clamp=False)
-                if report:  # the distance to the nearer limit round the circle, its gradient pointing there
-                    outside.append(torch.minimum(wrapped - upper, lower + 2 * math.pi - wrapped).clamp(min=0))
-                if straight:  # the clamped value forward, the wrapped one's gradient backward
-                    first = wrapped + (first - wrapped).detach()
+            first = turned_first(q, clamp=not self.training or self.clamp_in_training)
+            if straight:  # the clamped value forward, the wrapped one's gradient backward
+                wrapped = turned_first(q, clamp=False)
+                first = wrapped + (first - wrapped).detach()
             return torch.cat((first[..., None], q[..., 1:]), dim=-1)
 
         turned = out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
-        return turned._replace(outside=outside[-1]) if outside else turned
+        if not (self.training and self.clamp_in_training):
+            return turned
+        # how far each answer's first joint lay outside the range: the distance to the nearer limit round the
+        # circle, its gradient pointing there (the loss's limit_pull)
+        wrapped = turned_first(out.q if out.candidates is None else out.candidates, clamp=False)
+        return turned._replace(outside=torch.minimum(wrapped - upper, lower + 2 * math.pi - wrapped).clamp(min=0))
 
     def choose(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         """The candidate (B, H, n) → (B, n) whose FK reaches the target (B, 3), (B, 4) best."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from hik_sim.errors import HikError
 
 __all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
-           "hybrid_fallback_name", "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
+           "hybrid_fallback_name", "load_hybrid_fallback", "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -67,6 +67,12 @@ def hybrid_fallback_name(robot: str) -> str | None:
     costs nothing.
     """
     return HYBRID_FALLBACKS.get(robot)
+
+
+def load_hybrid_fallback(robot: str, map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork or None
+    """:func:`hybrid_fallback_name`'s shipped network, loaded (:func:`load_pretrained`); None where the robot has none."""
+    name = hybrid_fallback_name(robot)
+    return None if name is None else load_pretrained(robot, name, map_location)
 
 
 def single_target_seed_name(robot: str) -> str:

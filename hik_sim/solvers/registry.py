@@ -173,7 +173,7 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_fallback_name, hybrid_seed_name,
+        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_hybrid_fallback,
                                       load_pretrained, single_target_seed_name)
 
         if network is None and not shipped:
@@ -194,8 +194,7 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         if not batched:
             return SingleTargetIK(chain, seed)
         # the shipped seed's fallback network where the robot has one (a given network goes alone)
-        fallback = hybrid_fallback_name(spec.name) if network is None else None
-        return HybridIK(seed, LMRefiner(chain), fallback=None if fallback is None else load_pretrained(spec.name, fallback, device))
+        return HybridIK(seed, LMRefiner(chain), fallback=load_hybrid_fallback(spec.name, device) if network is None else None)
     if name == "multistart":
         return MultistartIK(LMRefiner(chain), starts=10)
     if name == "lm":
