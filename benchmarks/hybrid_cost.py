@@ -44,15 +44,19 @@ import torch
 
 from hik_sim.evaluation.experiments import TARGET_SEED
 from hik_sim.kinematics.chain import Chain
-from hik_sim.kinematics.tolerances import EXACT
+from hik_sim.kinematics.tolerances import EXACT, SUCCESS
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.learning.network import IKNetwork
+from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK, first_good_answers, head_order
 
 TAIL = 100
 """Evaluations a target from which it counts as the expensive tail."""
+SLOW = 20
+"""Evaluations a target with a good first answer from which its solve counts as slow (the breakdown's)."""
 
 VARIANTS = (
     ("hybrid: flips off, all answers ranked, random restarts (session 17)",
@@ -78,9 +82,33 @@ def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[s
             "nan": bool(torch.isnan(result.q).any())}
 
 
+def _good_answer(chain: Chain, network: IKNetwork, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: one of the network's answers for targets (B, 3), (B, 4) is within 5 mm & 2° (the hybrid's
+    first good answer exists; for a one-answer network, its answer)."""
+    several = network.hypotheses > 1
+    answers = network.candidates(pos, quat) if several else network.solve(pos, quat)[:, None]
+    order = head_order(network) if several else (0,)
+    seeds, _ = first_good_answers(chain, chain.clamp(answers.double().cpu()), pos, quat, order, SUCCESS)
+    first = chain.fk(seeds[:, 0])
+    return SUCCESS.met(position_error(first.pos, pos), rotation_error(first.quat, quat))
+
+
+def _breakdown(row: dict[str, Any], evals: np.ndarray, good: np.ndarray) -> None:
+    """Where a row's evaluations went (added to ``row``): the targets with a good first answer (their share, mean and
+    median evaluations; those of them that still took ≥ ``SLOW``: share of targets and of all evaluations) and those
+    without one (their mean and their share of all evaluations)."""
+    total, slow = max(evals.sum(), 1.0), good & (evals >= SLOW)
+    row.update(good_answer_targets=float(good.mean()), good_answer_evals_mean=float(evals[good].mean()) if good.any() else 0.0,
+               good_answer_evals_median=float(np.median(evals[good])) if good.any() else 0.0,
+               good_answer_slow_targets=float(slow.mean()), good_answer_slow_evals_share=float(evals[slow].sum() / total),
+               no_good_answer_evals_mean=float(evals[~good].mean()) if (~good).any() else 0.0,
+               no_good_answer_evals_share=float(evals[~good].sum() / total))
+
+
 def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[dict[str, Any]]:
     """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart
-    (and, with ``checkpoint``, variant 3 seeded by it, alone and with the shipped seed as fallback)."""
+    (and, with ``checkpoint``, variant 3 seeded by it, alone and with the shipped seed as fallback); the default
+    row also says where its evaluations went (:func:`_breakdown`)."""
     chain = Chain(get_robot(robot))
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
@@ -102,9 +130,13 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
                     (f"hybrid: flips on, first good answer, {name} as fallback, random restarts", checkpoint.stem,
                      HybridIK(given, refiner, fallback=network))]
     for label, seed_name, solver in solvers:
-        row = _row(robot, label, seed_name, solver.solve(batch.pos, batch.quat))
+        result = solver.solve(batch.pos, batch.quat)
+        row = _row(robot, label, seed_name, result)
         row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])
         row["time_speedup"] = multistart["wall_time_s"] / row["wall_time_s"]
+        if label.endswith("(default)"):
+            good = _good_answer(chain, network, batch.pos, batch.quat).numpy()
+            _breakdown(row, result.function_evals.double().numpy(), good)
         rows.append(row)
     return rows
 
@@ -119,6 +151,17 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['robot']} | {r['solver']} ({r['seed_network']}) | {r['targets']} | {100 * r['success']:.2f} % "
                      f"| {100 * r['exact']:.2f} % | {r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f} "
                      f"| {100 * r['tail_targets']:.2f} %, {100 * r['tail_evals_share']:.0f} % | {r['wall_time_s']:.2f} | {versus} |")
+    lines += ["", "Where the default's evaluations went: the targets one of whose seed network's answers is within 5 mm & 2° "
+              f"(a good first answer), those of them that still took ≥ {SLOW} evaluations, and those without one.", "",
+              "| robot | good first answer: targets, evaluations mean / median | of them ≥ "
+              f"{SLOW} evaluations: targets, their share of all | no good answer: evaluations mean, their share of all |",
+              "|---|---|---|---|"]
+    for r in rows:
+        if "good_answer_targets" in r:
+            lines.append(f"| {r['robot']} | {100 * r['good_answer_targets']:.1f} %, {r['good_answer_evals_mean']:.2f} / "
+                         f"{r['good_answer_evals_median']:.0f} | {100 * r['good_answer_slow_targets']:.2f} %, "
+                         f"{100 * r['good_answer_slow_evals_share']:.0f} % | {r['no_good_answer_evals_mean']:.2f}, "
+                         f"{100 * r['no_good_answer_evals_share']:.0f} % |")
     return "\n".join(lines) + "\n"
 
 

@@ -441,6 +441,14 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     batch = make_eval_set(chain, TARGET_SEED, 80).batch
     assert make_solver("hybrid", "irb120", batched=True).solve(batch.pos, batch.quat).function_evals.double().mean().item() \
         == pytest.approx(default["evals_mean"])
+    # the default's breakdown: its parts add up to its mean, a good first answer is the cheap case
+    good = default["good_answer_targets"]
+    assert 0.5 < good < 1 and all("good_answer_targets" not in r for r in rows[:-1])
+    assert good * default["good_answer_evals_mean"] + (1 - good) * default["no_good_answer_evals_mean"] \
+        == pytest.approx(default["evals_mean"])
+    assert default["good_answer_evals_median"] >= 2 and default["good_answer_evals_mean"] < default["no_good_answer_evals_mean"]
+    assert 0 <= default["good_answer_slow_targets"] <= good and 0 <= default["good_answer_slow_evals_share"] < 1
+    assert "Where the default's evaluations went" in (tmp_path / "hybrid_cost.md").read_text()
     assert first_good["evals_reduction_pct"] == pytest.approx(100 * (1 - first_good["evals_mean"] / multistart["evals_mean"]))
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()
     checkpoint = tmp_path / "other.pt"  # a checkpoint as the seed, alone and with the shipped seed as fallback
