@@ -12,6 +12,10 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 5. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
    targets none of the seed's answers is good for (``HybridIK(fallback=...)``): the default there, 3 elsewhere;
 
+with ``--lm-variants``, a second table: the default hybrid and the multistart under other settings of their shared LM
+(its stop, iteration cap and stall test; ``LM_VARIANTS``), to show what each setting does to both and to the ratio
+between them;
+
 with ``--network CHECKPOINT`` (one robot), 3 seeded by that network instead, alone and with the
 shipped seed as its fallback (``HybridIK(fallback=...)``: the targets none of its answers is good for
 start from the shipped seed's answers); and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
@@ -27,6 +31,7 @@ Usage::
 
     python benchmarks/hybrid_cost.py --robots irb120 talos --out benchmarks/results/hybrid_cost
     python benchmarks/hybrid_cost.py --robots irb120 --network runs/irb120_behind.best.pt --out benchmarks/results/hybrid_cost/fallback
+    python benchmarks/hybrid_cost.py --robots irb120 --lm-variants --out benchmarks/results/hybrid_cost/lm_variants
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import torch
 
 from hik_sim.evaluation.experiments import TARGET_SEED
 from hik_sim.kinematics.chain import Chain
-from hik_sim.kinematics.tolerances import EXACT, SUCCESS
+from hik_sim.kinematics.tolerances import EXACT, SUCCESS, Tolerance
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
@@ -68,6 +73,15 @@ VARIANTS = (
     ("hybrid: flips on, first good answer, restarts facing the target", {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True}),
 )
 MULTISTART = "multistart-10, stopping early (ours)"
+LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8", {}),
+    ("stop within 10 µm & 1e-5 rad", {"stop": Tolerance(1e-5, 1e-5)}),
+    ("stop within exact (0.1 mm & 0.1°): answers no closer than that", {"stop": EXACT}),
+    ("20 iterations", {"max_iterations": 20}),
+    ("stall 5 % over 4", {"stall_iterations": 4, "stall_progress": 0.05}),
+    ("15 iterations, stall 10 % over 4", {"max_iterations": 15, "stall_iterations": 4, "stall_progress": 0.1}),
+)
+"""Settings of the LM that the hybrid and the multistart share (``LMRefiner`` arguments), for ``--lm-variants``."""
 
 
 def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[str, Any]:
@@ -141,6 +155,42 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     return rows
 
 
+def lm_rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
+    """The registry's hybrid and our multistart-10 on one robot under each of ``LM_VARIANTS``, both with the same LM."""
+    chain = Chain(get_robot(robot))
+    batch = make_eval_set(chain, TARGET_SEED, targets).batch
+    network, other = load_pretrained(robot, hybrid_seed_name(robot)), hybrid_fallback_name(robot)
+    fallback = load_hybrid_fallback(robot) if other is not None else None
+    rows = []
+    for label, options in LM_VARIANTS:
+        refiner = LMRefiner(chain, **options)
+        refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed
+        hybrid = HybridIK(network, refiner, fallback=fallback).solve(batch.pos, batch.quat)
+        multistart = MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)
+        row: dict[str, Any] = {"robot": robot, "lm": label, "options": {k: (v.position, v.rotation) if isinstance(v, Tolerance) else v
+                                                                          for k, v in options.items()}}
+        for name, result in (("hybrid", hybrid), ("multistart", multistart)):
+            row[f"{name}_evals_mean"] = float(result.function_evals.double().mean())
+            row[f"{name}_exact"] = float(EXACT.met(result.pos_err, result.rot_err).double().mean())
+            row[f"{name}_success"] = float(result.success.double().mean())
+            row[f"{name}_wall_time_s"] = float(result.wall_time)
+        row["evals_reduction_pct"] = 100.0 * (1.0 - row["hybrid_evals_mean"] / row["multistart_evals_mean"])
+        row["time_speedup"] = row["multistart_wall_time_s"] / row["hybrid_wall_time_s"]
+        rows.append(row)
+    return rows
+
+
+def lm_markdown(rows: list[dict[str, Any]]) -> str:
+    """The ``--lm-variants`` table."""
+    lines = ["| robot | LM (shared by both) | hybrid: evaluations a target, exact | multistart-10: evaluations a target, exact "
+             "| hybrid vs multistart-10: evaluations, time |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['robot']} | {r['lm']} | {r['hybrid_evals_mean']:.2f}, {100 * r['hybrid_exact']:.2f} % "
+                     f"| {r['multistart_evals_mean']:.2f}, {100 * r['multistart_exact']:.2f} % "
+                     f"| −{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}× |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table."""
     lines = ["| robot | solver (seed network) | targets | success 5 mm & 2° | exact | evaluations a target: mean / median / p99 "
@@ -172,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hybrid_cost"), help="output folder")
     parser.add_argument("--network", type=Path, default=None, metavar="CHECKPOINT",
                         help="a checkpoint of the one robot given: rows seeded by it, alone and with the shipped seed as fallback")
+    parser.add_argument("--lm-variants", action="store_true",
+                        help="also the default hybrid and multistart-10 under other settings of their shared LM (a second table)")
     args = parser.parse_args(argv)
     if args.targets < 1:
         parser.error("--targets must be at least 1")
@@ -179,11 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--network is a checkpoint of one robot: give one --robots name")
     rows = [row for robot in args.robots for row in rows_for(robot, args.targets, args.network)]
     table = markdown(rows)
+    lm_rows = [row for robot in args.robots for row in lm_rows_for(robot, args.targets)] if args.lm_variants else []
+    if lm_rows:
+        table += "\nThe default hybrid and multistart-10 under other settings of the LM they share:\n\n" + lm_markdown(lm_rows)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
               "torch": torch.__version__, "threads": torch.get_num_threads(), "target_seed": TARGET_SEED,
-              "tail_from_evaluations": TAIL, "rows": rows}
+              "tail_from_evaluations": TAIL, "rows": rows, "lm_rows": lm_rows}
     (args.out / "hybrid_cost.json").write_text(json.dumps(record, indent=2) + "\n")
     (args.out / "hybrid_cost.md").write_text(table)
     print(f"wrote {args.out / 'hybrid_cost.json'} and .md", file=sys.stderr)

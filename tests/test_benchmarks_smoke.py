@@ -415,6 +415,24 @@ def test_flip_restarts_rows_are_the_solvers_own_results(tmp_path: Path) -> None:
     assert "HybridIK (batched)" in (tmp_path / "flip_restarts.md").read_text()
 
 
+def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tmp_path: Path) -> None:
+    """``--lm-variants``: the registry's hybrid and multistart-10 under each LM setting, both with the same LM: the default
+    setting's row repeats the main table's evaluations, and an LM that stops sooner (at exact) costs both of them less."""
+    bench = _load_script("hybrid_cost")
+    assert bench.main(["--robots", "irb120", "--targets", "40", "--lm-variants", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "hybrid_cost.json").read_text())
+    lm_rows, rows = record["lm_rows"], record["rows"]
+    assert [r["lm"] for r in lm_rows] == [label for label, _ in bench.LM_VARIANTS]
+    default, at_exact = lm_rows[0], next(r for r in lm_rows if r["options"].get("stop") == [1e-4, pytest.approx(0.0017453292519943296)])
+    assert default["hybrid_evals_mean"] == pytest.approx(rows[-1]["evals_mean"])  # the registry's hybrid, the main table's default
+    assert default["multistart_evals_mean"] == pytest.approx(rows[0]["evals_mean"])
+    assert at_exact["hybrid_evals_mean"] < default["hybrid_evals_mean"] and at_exact["multistart_evals_mean"] < default["multistart_evals_mean"]
+    for r in lm_rows:
+        assert 0 <= r["hybrid_exact"] <= r["hybrid_success"] <= 1 and 0 <= r["multistart_exact"] <= 1
+        assert r["evals_reduction_pct"] == pytest.approx(100 * (1 - r["hybrid_evals_mean"] / r["multistart_evals_mean"]))
+    assert "other settings of the LM they share" in (tmp_path / "hybrid_cost.md").read_text()
+
+
 def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Path) -> None:
     """The IRB120 (a four-answer seed and a wrist flip): the multistart's row, then the hybrid with flips off,
     flips on, the first good answer, restarts facing their targets, and its fallback network (the default there); the tail columns are

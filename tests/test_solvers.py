@@ -15,7 +15,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.solvers.ik import _random_configurations, _restarts
+from hik_sim.solvers.ik import _first_good, _random_configurations, _restarts
 from hik_sim.solvers.ik import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance,
                                 check_targets, first_good_answers, head_order, restart_rng, rotation_residual)
 from hik_sim.kinematics.tolerances import EXACT, SUCCESS
@@ -90,6 +90,12 @@ def test_function_evaluation_counts_are_exact(irb120: Chain, monkeypatch: pytest
     # a seed that is already converged costs one FK and no Jacobian
     exact = LMRefiner(irb120).solve(targets.pos[:3], targets.quat[:3], targets.q[:3])
     assert exact.fk_evals.tolist() == [1, 1, 1] and exact.jac_evals.tolist() == [0, 0, 0]
+    # a seed whose FK the caller spent (choosing it) is not counted again, on either backend; the rest is the same
+    spent = torch.arange(50) % 2 == 0
+    for backend in ("torch", "numba"):
+        again = LMRefiner(irb120, backend=backend).refine(targets.pos, targets.quat, starts, seed_evaluated=spent)
+        assert torch.equal(again.fk_evals, fk - spent.long()) and torch.equal(again.jac_evals, jac)
+        assert torch.equal(again.iterations, iterations) and torch.allclose(again.q, q, atol=1e-6)
 
 
 def test_limits_hold_and_nothing_is_nan_for_unreachable_and_singular_targets(irb120: Chain) -> None:
@@ -367,9 +373,9 @@ def _count_lm_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     original = LMRefiner.refine
 
-    def counting(self, pos, quat, q):  # noqa: ANN001, ANN202
+    def counting(self, pos, quat, q, seed_evaluated=None):  # noqa: ANN001, ANN202
         sizes.append(pos.shape[0])
-        return original(self, pos, quat, q)
+        return original(self, pos, quat, q, seed_evaluated)
 
     monkeypatch.setattr(LMRefiner, "refine", counting)
     return sizes
@@ -411,7 +417,8 @@ def test_hybrid_counts_the_fk_that_orders_a_networks_answers(irb120: Chain) -> N
     seeds, checked = first_good_answers(irb120, answers, targets.pos, targets.quat, solver.head_order, SUCCESS)
     plain = LMRefiner(irb120).solve(targets.pos, targets.quat, seeds[:, 0])
     assert bool(((checked >= 1) & (checked <= 3)).all())
-    assert torch.equal(lazy.fk_evals, plain.fk_evals + checked)
+    # the answer LM starts from was among those checked: its FK is counted once, in the choice
+    assert torch.equal(lazy.fk_evals, plain.fk_evals + checked - 1)
     assert torch.equal(lazy.jac_evals, plain.jac_evals)
 
 
@@ -446,6 +453,24 @@ def test_the_first_good_answer_is_taken_in_head_order_and_a_target_with_none_ran
     assert torch.equal(seeds[0], answers[[0, 2, 1]]) and torch.equal(seeds[1], answers[[1, 2, 0]])
     ranked = _constant_answers_network(irb120, answers).solve_all(pos[2:], quat[2:])[0].double()
     assert torch.allclose(seeds[2], ranked, atol=1e-4)  # none good: ranked best first, as the network ranks them
+
+
+def test_the_compiled_choice_of_the_first_good_answer_is_the_torch_one(irb120: Chain) -> None:
+    """The hybrid's choice on the numba backend (the FK compiled) takes the same answer first, in the same order,
+    spending the same FK, and says which answers it checked: those in head order up to the good one, all where
+    none is good."""
+    targets = make_eval_set(irb120, 21, 200).batch
+    noise = torch.randn(200, 4, 6, generator=torch.Generator().manual_seed(21), dtype=torch.float64)
+    scale = torch.tensor([0.0, 0.002, 0.02, 0.3], dtype=torch.float64)[torch.randint(0, 4, (200, 4), generator=torch.Generator().manual_seed(22))]
+    answers = irb120.clamp(targets.q[:, None] + scale[..., None] * noise)  # some good, some near, some far
+    order = (2, 0, 3, 1)
+    plain = _first_good(irb120, answers, targets.pos, targets.quat, order, SUCCESS)
+    compiled = _first_good(irb120, answers, targets.pos, targets.quat, order, SUCCESS, LMRefiner(irb120, backend="numba"))
+    assert 0 < int(plain.found.sum()) < 200 and int(plain.fk.max()) == 4 and int(plain.fk.min()) == 1
+    assert torch.equal(compiled.seeds, plain.seeds) and torch.equal(compiled.fk, plain.fk) and torch.equal(compiled.found, plain.found)
+    assert torch.equal(compiled.evaluated, plain.evaluated)
+    assert torch.equal(plain.evaluated.sum(dim=1), plain.fk) and bool(plain.evaluated[:, 0].all())  # the first seed was checked
+    assert bool(plain.evaluated[~plain.found].all())
 
 
 @pytest.mark.parametrize("name", ["harmoatt_4answers", "harmoatt_4answers_map"])

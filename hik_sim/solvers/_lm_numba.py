@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from hik_sim.learning._fast_numba import GEOMETRY_STRIDE, rodrigues
 
-__all__ = ["fk_jacobian", "lm_refine", "lm_refine_batch"]
+__all__ = ["fk_jacobian", "first_good_batch", "lm_refine", "lm_refine_batch"]
 
 
 @njit(cache=True, boundscheck=False)
@@ -147,27 +147,29 @@ def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damp
         (position error [m], rotation error [rad], iterations, FK evaluations, Jacobian evaluations).
     """
     return _refine(G, lower, upper, np.ones(q.shape[0]), target_pos, target_quat, q, rotation_weight, damping, max_iterations,
-                   stop_position, stop_rotation, stall_window, stall_ratio, out_q)
+                   stop_position, stop_rotation, stall_window, stall_ratio, 1, out_q)
 
 
 @njit(cache=True, boundscheck=False, parallel=True)
 def lm_refine_batch(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
-                    stop_position, stop_rotation, stall_window, stall_ratio, out_q, out_pos_err, out_rot_err, out_iterations,
+                    stop_position, stop_rotation, stall_window, stall_ratio, seed_fk, out_q, out_pos_err, out_rot_err, out_iterations,
                     out_fk_evals, out_jac_evals):
     """:func:`lm_refine` for B targets (B, 3), (B, 4) from ``q`` (B, n), in parallel over the targets;
-    ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``."""
+    ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``; ``seed_fk`` (B,) int64: the FK
+    evaluations to count for a seed (1; 0 where the caller has already spent and counted its FK)."""
     for b in prange(target_pos.shape[0]):
         pos_err, rot_err, iterations, fk_evals, jac_evals = _refine(
             G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight, damping, max_iterations, stop_position,
-            stop_rotation, stall_window, stall_ratio, out_q[b])
+            stop_rotation, stall_window, stall_ratio, seed_fk[b], out_q[b])
         out_pos_err[b], out_rot_err[b], out_iterations[b] = pos_err, rot_err, iterations
         out_fk_evals[b], out_jac_evals[b] = fk_evals, jac_evals
 
 
 @njit(cache=True, boundscheck=False)
 def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN202
-            stop_rotation, stall_window, stall_ratio, out_q):
-    """The LM loop of one target (see the module's docstring); ``stall_window`` 0 never stops for a stall."""
+            stop_rotation, stall_window, stall_ratio, seed_fk, out_q):
+    """The LM loop of one target (see the module's docstring); ``stall_window`` 0 never stops for a stall; ``seed_fk``:
+    the FK evaluations counted for the seed (1, or 0 where its FK was spent and counted before)."""
     n = q.shape[0]
     for i in range(n):
         out_q[i] = min(max(q[i], lower[i]), upper[i])
@@ -184,7 +186,7 @@ def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, 
     trial = np.empty(n)
     history = np.empty(max_iterations + 1)  # the cost after each iteration
     _forward(G, out_q, pos, quat, origins, axes)
-    fk_evals, jac_evals, iterations, lam = 1, 0, 0, damping
+    fk_evals, jac_evals, iterations, lam = seed_fk, 0, 0, damping
     cost, pos_err, rot_err = _residual(pos, quat, target_pos, target_quat, rotation_weight, residual)
     history[0] = cost
     converged = pos_err < stop_position and rot_err < stop_rotation
@@ -248,3 +250,39 @@ def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, 
         if stall_window > 0 and iterations >= stall_window and cost > stall_ratio * history[iterations - stall_window]:
             break
     return pos_err, rot_err, iterations, fk_evals, jac_evals
+
+
+@njit(cache=True, boundscheck=False, parallel=True)
+def first_good_batch(G, answers, target_pos, target_quat, order, good_position, good_rotation, out_score, out_fk_evals,  # noqa: ANN001, ANN201
+                     out_found):
+    """Each target's answers checked by FK in ``order`` until one is within the tolerance, in parallel over the targets.
+
+    Args:
+        G: the chain geometry (the module's docstring).
+        answers: (B, H, n) configurations, inside the limits.
+        target_pos: (B, 3) [m].
+        target_quat: (B, 4) wxyz.
+        order: (H,) int64, the heads in the order to check them.
+        good_position: the tolerance's position [m] (strict: an error below it).
+        good_rotation: its rotation [rad].
+        out_score: (B, H), written: position error / ``good_position`` + rotation error / ``good_rotation`` of
+            each answer checked, inf for an answer not checked.
+        out_fk_evals: (B,) int64, written: the FK evaluations spent.
+        out_found: (B,) int64, written: the head found within the tolerance, −1 where none is.
+    """
+    batch, hypotheses, n = answers.shape
+    for b in prange(batch):
+        pos, quat, origins, axes, residual = np.empty(3), np.empty(4), np.empty((n, 3)), np.empty((n, 3)), np.empty(6)
+        out_found[b] = -1
+        out_fk_evals[b] = 0
+        for h in range(hypotheses):
+            out_score[b, h] = np.inf
+        for k in range(hypotheses):
+            h = order[k]
+            _forward(G, answers[b, h], pos, quat, origins, axes)
+            out_fk_evals[b] += 1
+            _, pos_err, rot_err = _residual(pos, quat, target_pos[b], target_quat[b], 1.0, residual)
+            out_score[b, h] = pos_err / good_position + rot_err / good_rotation
+            if pos_err < good_position and rot_err < good_rotation:
+                out_found[b] = h
+                break

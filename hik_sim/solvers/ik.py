@@ -636,7 +636,7 @@ class LMRun(NamedTuple):
     Attributes:
         q: (B, n) answers, inside the joint limits, float64.
         iterations: LM iterations.
-        fk_evals: FK evaluations (the seed's and one per trial).
+        fk_evals: FK evaluations (the seed's, unless the caller spent it before, and one per trial).
         jac_evals: Jacobian evaluations (where a step started).
         pos_err: position errors of the answers [m], as the loop measured them.
         rot_err: rotation errors of the answers [rad].
@@ -713,15 +713,20 @@ class LMRefiner:
         run = self.refine(pos, quat, q_init)
         return _result(self.chain, run.q, pos, quat, self.tolerance, run.iterations, run.fk_evals, run.jac_evals, start)
 
-    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
-        """The LM loop on validated float64 targets (B, 3), (B, 4) from ``q`` (B, n)."""
+    def refine(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor, seed_evaluated: torch.Tensor | None = None) -> LMRun:
+        """The LM loop on validated float64 targets (B, 3), (B, 4) from ``q`` (B, n).
+
+        ``seed_evaluated`` (B,) bool: the seeds whose FK the caller has already spent and counted (choosing
+        among a network's answers, :func:`first_good_answers`), so the run does not count it again; the
+        Jacobian at the seed is counted either way (default: none)."""
         chain, batch = self.chain, pos.shape[0]
         q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
+        seed_fk = torch.ones(batch, dtype=torch.int64) if seed_evaluated is None else (~seed_evaluated).long()
         if self.backend == "numba" and batch > 0:
-            return self._refine_compiled(pos, quat, q)
+            return self._refine_compiled(pos, quat, q, seed_fk)
         iterations = torch.zeros(batch, dtype=torch.int64)
         pose = chain.fk(q)
-        fk = torch.ones(batch, dtype=torch.int64)
+        fk = seed_fk.clone()
         jac = torch.zeros(batch, dtype=torch.int64)
         cost, residual = self._cost_and_residual(pose, pos, quat)
         converged = self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
@@ -794,8 +799,8 @@ class LMRefiner:
             moving = moving.masked_fill(held, 0.0)
         return step * moving
 
-    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor) -> LMRun:
-        from hik_sim.solvers._lm_numba import lm_refine_batch
+    def compiled_geometry(self) -> np.ndarray:
+        """The chain's flat geometry for the numba kernels (built once; :mod:`hik_sim.solvers._lm_numba`)."""
         from hik_sim.learning.fast_network import _flat_geometry
 
         if self._geometry is None:
@@ -805,14 +810,20 @@ class LMRefiner:
             free = np.zeros(self.chain.dof)
             free[list(self.selection.free_index)] = 1.0
             self._free_mask = free
+        return self._geometry
+
+    def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor, seed_fk: torch.Tensor) -> LMRun:
+        from hik_sim.solvers._lm_numba import lm_refine_batch
+
+        geometry = self.compiled_geometry()
         batch, dof = q.shape
         out_q = np.empty((batch, dof))
         pos_err, rot_err = np.empty(batch), np.empty(batch)
         iterations, fk, jac = (np.empty(batch, dtype=np.int64) for _ in range(3))
-        lm_refine_batch(self._geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()),
+        lm_refine_batch(geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()),
                         np.ascontiguousarray(quat.numpy()), np.ascontiguousarray(q.numpy()), self.rotation_weight, self.damping,
                         self.max_iterations, self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress,
-                        out_q, pos_err, rot_err, iterations, fk, jac)
+                        np.ascontiguousarray(seed_fk.numpy()), out_q, pos_err, rot_err, iterations, fk, jac)
         return LMRun(*(torch.from_numpy(a) for a in (out_q, iterations, fk, jac, pos_err, rot_err)))
 
 
@@ -865,7 +876,8 @@ class MultistartIK:
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
               rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT,
-              flips: JointFlips | None = None, facing: FirstJointSymmetry | None = None) -> IKResult:
+              flips: JointFlips | None = None, facing: FirstJointSymmetry | None = None,
+              evaluated: torch.Tensor | None = None) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
     when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept.
@@ -876,9 +888,13 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     are not flipped: measured, that cost the Panda and JVRC-1 more than it saved.
 
     With ``facing`` (a revolute first joint's symmetry), each random seed is first turned about the
-    first joint to face its target (:meth:`FirstJointSymmetry.face`; one FK a seed, counted)."""
+    first joint to face its target (:meth:`FirstJointSymmetry.face`; one FK a seed, counted).
+
+    ``evaluated`` (B, S) bool: the seeds of ``first`` whose FK was spent (and counted) choosing among them
+    (:func:`first_good_answers`): a run from one does not count it again."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
+        evaluated = None if evaluated is None else evaluated[:, None]
     chain, batch = refiner.chain, pos.shape[0]
     best_q = torch.zeros(batch, chain.dof, dtype=torch.float64)
     best_pos_err = torch.full((batch,), math.inf, dtype=torch.float64)
@@ -889,9 +905,9 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     jac = torch.zeros(batch, dtype=torch.int64)
     weight = refiner.rotation_weight
 
-    def run_from(idx: torch.Tensor, seeds: torch.Tensor) -> torch.Tensor:
+    def run_from(idx: torch.Tensor, seeds: torch.Tensor, seed_evaluated: torch.Tensor | None = None) -> torch.Tensor:
         """LM for targets ``idx`` from ``seeds``; keeps improvements, counts the cost; returns the run's answers."""
-        run = refiner.refine(pos[idx], quat[idx], seeds)  # its errors come with it: no FK here
+        run = refiner.refine(pos[idx], quat[idx], seeds, seed_evaluated)  # its errors come with it: no FK here
         improved = run.pos_err + weight * run.rot_err < best_pos_err[idx] + weight * best_rot_err[idx]
         chosen = idx[improved]
         best_q[chosen], best_pos_err[chosen], best_rot_err[chosen] = run.q[improved], run.pos_err[improved], run.rot_err[improved]
@@ -909,14 +925,16 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         if idx.numel() == 0:
             break
         given = first is not None and round_index < first.shape[1]
+        seed_evaluated = None
         if first is not None and given:
             seeds = first[idx, round_index]
+            seed_evaluated = None if evaluated is None else evaluated[idx, round_index]
         else:
             seeds = _random_configurations(chain, idx.numel(), rng)
             if facing is not None:
                 seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx], chain.robot.lower[0], chain.robot.upper[0])
                 fk[idx] += 1
-        reached = run_from(idx, seeds)
+        reached = run_from(idx, seeds, seed_evaluated)
         if flips is None or not stop_early or not given:
             continue
         for triple in flips.triples:
@@ -972,35 +990,57 @@ def first_good_answers(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, q
     Returns:
         ``(seeds, fk)``: seeds (B, H, n), the one to start from first; fk (B,) int64, the FK spent.
     """
-    seeds, fk, _ = _first_good(chain, answers, pos, quat, order, good)
-    return seeds, fk
+    choice = _first_good(chain, answers, pos, quat, order, good)
+    return choice.seeds, choice.fk
+
+
+class _Choice(NamedTuple):
+    """What :func:`_first_good` returns (B targets, H answers of n joints)."""
+
+    seeds: torch.Tensor  # (B, H, n) the answers, the one to start from first
+    fk: torch.Tensor  # (B,) int64 the FK spent choosing
+    found: torch.Tensor  # (B,) bool: the seed put first is good (else none of them is)
+    evaluated: torch.Tensor  # (B, H) bool, in the seeds' order: the answers whose FK was spent choosing
 
 
 def _first_good(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, order: Sequence[int],
-                good: Tolerance) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`first_good_answers` and (B,) bool: whether the seed put first is good (else none of them is)."""
+                good: Tolerance, refiner: LMRefiner | None = None) -> _Choice:
+    """:func:`first_good_answers`, also saying which seed is good and whose FK was spent; with a ``refiner`` on the
+    numba backend, the FK runs compiled (:func:`hik_sim.solvers._lm_numba.first_good_batch`), the same choice."""
     batch, hypotheses, _ = answers.shape
     rank_in_order = torch.empty(hypotheses, dtype=torch.float64)
     rank_in_order[list(order)] = torch.arange(hypotheses, dtype=torch.float64)
     key = rank_in_order.expand(batch, hypotheses).clone()  # sort key: the order, or the score where none is good
-    score = torch.empty(batch, hypotheses, dtype=torch.float64)
-    fk = torch.zeros(batch, dtype=torch.int64)
-    pending = torch.arange(batch)
-    for head in order:
-        if pending.numel() == 0:
-            break
-        reached = chain.fk(answers[pending, head])
-        fk[pending] += 1
-        pos_err, rot_err = position_error(reached.pos, pos[pending]), rotation_error(reached.quat, quat[pending])
-        score[pending, head] = pos_err / good.position + rot_err / good.rotation
-        met = good.met(pos_err, rot_err)
-        key[pending[met], head] = -1.0  # first
-        pending = pending[~met]
+    if refiner is not None and refiner.backend == "numba" and batch > 0:
+        from hik_sim.solvers._lm_numba import first_good_batch
+
+        score_np, fk_np, found_head = np.empty((batch, hypotheses)), np.empty(batch, dtype=np.int64), np.empty(batch, dtype=np.int64)
+        first_good_batch(refiner.compiled_geometry(), np.ascontiguousarray(answers.numpy()), np.ascontiguousarray(pos.numpy()),
+                         np.ascontiguousarray(quat.numpy()), np.asarray(order, dtype=np.int64), good.position, good.rotation,
+                         score_np, fk_np, found_head)
+        score, fk, head = torch.from_numpy(score_np), torch.from_numpy(fk_np), torch.from_numpy(found_head)
+        found = head >= 0
+        key[torch.nonzero(found).flatten(), head[found]] = -1.0  # first
+        pending = torch.nonzero(~found).flatten()
+    else:
+        score = torch.full((batch, hypotheses), math.inf, dtype=torch.float64)
+        fk = torch.zeros(batch, dtype=torch.int64)
+        pending = torch.arange(batch)
+        for head_index in order:
+            if pending.numel() == 0:
+                break
+            reached = chain.fk(answers[pending, head_index])
+            fk[pending] += 1
+            pos_err, rot_err = position_error(reached.pos, pos[pending]), rotation_error(reached.quat, quat[pending])
+            score[pending, head_index] = pos_err / good.position + rot_err / good.rotation
+            met = good.met(pos_err, rot_err)
+            key[pending[met], head_index] = -1.0  # first
+            pending = pending[~met]
+        found = torch.ones(batch, dtype=torch.bool)
+        found[pending] = False
     key[pending] = score[pending]
     index = key.argsort(dim=1)
-    found = torch.ones(batch, dtype=torch.bool)
-    found[pending] = False
-    return answers.gather(1, index[:, :, None].expand_as(answers)), fk, found
+    return _Choice(answers.gather(1, index[:, :, None].expand_as(answers)), fk, found, score.isfinite().gather(1, index))
 
 
 def _facing(chain: Chain, selection: JointSelection) -> FirstJointSymmetry | None:
@@ -1024,7 +1064,10 @@ class HybridIK:
     A target takes no further restart once its best answer is within ``finish`` (exact: 0.1 mm &
     0.1°), the rule of :class:`MultistartIK`'s early stop too; with ``q_init`` (tracking), the
     network is asked only for the targets that ``q_init``'s LM leaves short of it.
-    ``fk_evals`` counts the FK spent choosing among a network's H > 1 answers, where it was asked.
+    ``fk_evals`` counts the FK spent choosing among a network's H > 1 answers, where it was asked; an LM
+    run from an answer so checked does not count that answer's FK a second time, only the Jacobian
+    there (the compiled run recomputes the pose only inside that Jacobian evaluation; session 22: 1.03
+    evaluations a target fewer on the IRB120, the same answers).
 
     With ``flip_restarts`` (default), an LM run from a network answer that ends short of ``finish``
     is followed by LM from its flip about each of the chain's flip symmetries
@@ -1099,16 +1142,18 @@ class HybridIK:
         def seeded(index: torch.Tensor | None) -> IKResult:
             """The network's answers (B, H, n), the chosen one first, then random restarts, for targets ``index`` (None: all)."""
             p, o = (pos, quat) if index is None else (pos[index], quat[index])
+            evaluated = None
             if hypotheses > 1 and not self.rank_all_answers:
                 answers = chain.clamp(self.network.candidates(p, o).double().cpu())
-                seeds, choice, found = _first_good(chain, answers, p, o, self.head_order, self.refiner.tolerance)
+                chosen = _first_good(chain, answers, p, o, self.head_order, self.refiner.tolerance, self.refiner)
                 if self.fallback is not None:
-                    return self._with_fallback(p, o, seeds, choice, found, generator)
-            else:  # ordering H > 1 answers best first costs H FK
+                    return self._with_fallback(p, o, chosen, generator)
+                seeds, choice, evaluated = chosen.seeds, chosen.fk, chosen.evaluated
+            else:  # ordering H > 1 answers best first costs H FK (the network's own, in its dtype: LM counts the seed's again)
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64)
             answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish, flips=self.flips,
-                               facing=self.facing)
+                               facing=self.facing, evaluated=evaluated)
             return replace(answer, fk_evals=answer.fk_evals + choice)
 
         if q_init is not None:
@@ -1121,29 +1166,29 @@ class HybridIK:
             result = seeded(None)
         return replace(result, wall_time=time.perf_counter() - start)
 
-    def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, seeds: torch.Tensor, choice: torch.Tensor,
-                       found: torch.Tensor, generator: np.random.Generator) -> IKResult:
-        """LM and restarts for targets (B, 3), (B, 4) whose network answers ``seeds`` (B, H, n) are ordered by
-        :func:`first_good_answers` (``choice`` (B,): the FK spent; ``found`` (B,): one of them is good): where
-        none is, the fallback network's answers (its first good one first) go before them."""
+    def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, chosen: _Choice, generator: np.random.Generator) -> IKResult:
+        """LM and restarts for targets (B, 3), (B, 4) whose network answers are ``chosen`` by :func:`_first_good`:
+        where none is good, the fallback network's answers (its first good one first) go before them."""
         chain, tolerance = self.refiner.chain, self.refiner.tolerance
-        none, some = torch.nonzero(~found).flatten(), torch.nonzero(found).flatten()
+        none, some = torch.nonzero(~chosen.found).flatten(), torch.nonzero(chosen.found).flatten()
         assert self.fallback is not None
         parts: list[tuple[torch.Tensor, IKResult]] = []
         if some.numel():
-            answer = _restarts(self.refiner, pos[some], quat[some], seeds[some], 1 + self.restarts, generator,
-                               finish=self.finish, flips=self.flips, facing=self.facing)
-            parts.append((some, replace(answer, fk_evals=answer.fk_evals + choice[some])))
+            answer = _restarts(self.refiner, pos[some], quat[some], chosen.seeds[some], 1 + self.restarts, generator,
+                               finish=self.finish, flips=self.flips, facing=self.facing, evaluated=chosen.evaluated[some])
+            parts.append((some, replace(answer, fk_evals=answer.fk_evals + chosen.fk[some])))
         if none.numel():
             p, o = pos[none], quat[none]
             answers = chain.clamp(self.fallback.candidates(p, o).double().cpu())
             if answers.shape[1] > 1:
-                extra, spent = first_good_answers(chain, answers, p, o, self.fallback_order, tolerance)
+                extra = _first_good(chain, answers, p, o, self.fallback_order, tolerance, self.refiner)
             else:  # one answer: nothing to choose
-                extra, spent = answers, torch.zeros(p.shape[0], dtype=torch.int64)
-            answer = _restarts(self.refiner, p, o, torch.cat((extra, seeds[none]), dim=1), 1 + self.restarts, generator,
-                               finish=self.finish, flips=self.flips, facing=self.facing)
-            parts.append((none, replace(answer, fk_evals=answer.fk_evals + choice[none] + spent)))
+                spent = torch.zeros(p.shape[0], dtype=torch.int64)
+                extra = _Choice(answers, spent, spent.bool(), spent.bool()[:, None])
+            answer = _restarts(self.refiner, p, o, torch.cat((extra.seeds, chosen.seeds[none]), dim=1), 1 + self.restarts, generator,
+                               finish=self.finish, flips=self.flips, facing=self.facing,
+                               evaluated=torch.cat((extra.evaluated, chosen.evaluated[none]), dim=1))
+            parts.append((none, replace(answer, fk_evals=answer.fk_evals + chosen.fk[none] + extra.fk)))
         return _scatter(parts, pos.shape[0])
 
     @property
