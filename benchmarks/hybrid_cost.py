@@ -4,19 +4,25 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 ``HybridIK`` seeded by the robot's ``hybrid_seed_name`` network, built up one option at a time:
 
 1. flip restarts off, all of a several-answer network's answers ranked by FK before LM (session 17);
-2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`);
-3. flip restarts on, the first good answer in head order instead of ranking them all (the default where
-   the robot has no fallback network, ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`; since session 22 with whole-turn restarts);
+3. flip restarts on, the first good answer in head order instead of ranking them all (session 19,
+   ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
 4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
    not the default);
-5. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
-   targets none of the seed's answers is good for (``HybridIK(fallback=...)``): the default there, 3 elsewhere;
+5. as 3, a network answer next to one already tried replaced by a random restart (session 22,
+   ``distinct_seeds``): the default where the robot has no fallback network;
+6. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
+   targets none of the seed's answers is good for (session 21, ``HybridIK(fallback=..., fallback_after=False)``),
+   then as 5 with it asked also for the targets its answers leave short of exact (session 22): the default there;
+
+Rows 1–4 and the first of 6 run without session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK
+of a checked answer once (session 22), so they cost less than the sessions that introduced them measured;
 
 with ``--lm-variants``, a second table: the default hybrid and the multistart under other settings of their shared LM
 (its stop, iteration cap and stall test; ``LM_VARIANTS``), to show what each setting does to both and to the ratio
 between them;
 
-with ``--network CHECKPOINT`` (one robot), 3 seeded by that network instead, alone and with the
+with ``--network CHECKPOINT`` (one robot), the default options seeded by that network instead, alone and with the
 shipped seed as its fallback (``HybridIK(fallback=...)``: the targets none of its answers is good for
 start from the shipped seed's answers); and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
 reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
@@ -65,13 +71,18 @@ SLOW = 20
 
 VARIANTS = (
     ("hybrid: flips off, all answers ranked, random restarts (session 17)",
-     {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False}),
+     {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0}),
     ("hybrid: flips on, all answers ranked, random restarts (session 18)",
-     {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False}),
-    ("hybrid: flips on, first good answer, random restarts",
+     {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0}),
+    ("hybrid: flips on, first good answer, random restarts (session 19)",
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "distinct_seeds": 0.0}),
+    ("hybrid: flips on, first good answer, restarts facing the target",
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True, "distinct_seeds": 0.0}),
+    ("hybrid: flips on, first good answer, repeated answers replaced, random restarts (session 22)",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False}),
-    ("hybrid: flips on, first good answer, restarts facing the target", {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True}),
 )
+DEFAULT_WITHOUT_FALLBACK = len(VARIANTS) - 1
+"""The row of ``VARIANTS`` that is the registry's hybrid where the robot has no fallback network."""
 MULTISTART = "multistart-10, stopping early (ours)"
 LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8", {}),
@@ -121,7 +132,7 @@ def _breakdown(row: dict[str, Any], evals: np.ndarray, good: np.ndarray) -> None
 
 def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[dict[str, Any]]:
     """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart
-    (and, with ``checkpoint``, variant 3 seeded by it, alone and with the shipped seed as fallback); the default
+    (and, with ``checkpoint``, the default options seeded by it, alone and with the shipped seed as fallback); the default
     row also says where its evaluations went (:func:`_breakdown`)."""
     chain = Chain(get_robot(robot))
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
@@ -132,16 +143,19 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
     rows = [multistart]
     other = hybrid_fallback_name(robot)
-    default = len(VARIANTS) - 2 if other is None else None  # the row that is the registry's hybrid, where no fallback
+    default = DEFAULT_WITHOUT_FALLBACK if other is None else None  # the row that is the registry's hybrid, where no fallback
     solvers = [(label + (" (default)" if i == default else ""), name, HybridIK(network, refiner, **options))
                for i, (label, options) in enumerate(VARIANTS)]
     if other is not None:
-        solvers.append((f"hybrid: flips on, first good answer, {other} as fallback, random restarts (default)", name,
-                        HybridIK(network, refiner, fallback=load_hybrid_fallback(robot))))
+        fallback = load_hybrid_fallback(robot)
+        solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts (session 21)", name,
+                     HybridIK(network, refiner, fallback=fallback, fallback_after=False, distinct_seeds=0.0)),
+                    (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
+                     "answers replaced, random restarts (default)", name, HybridIK(network, refiner, fallback=fallback))]
     if checkpoint is not None:
         given = load_checkpoint(checkpoint, get_robot(robot))[0]
-        solvers += [("hybrid: flips on, first good answer, random restarts", checkpoint.stem, HybridIK(given, refiner)),
-                    (f"hybrid: flips on, first good answer, {name} as fallback, random restarts", checkpoint.stem,
+        solvers += [("hybrid: the default options, random restarts", checkpoint.stem, HybridIK(given, refiner)),
+                    (f"hybrid: the default options, {name} as fallback, random restarts", checkpoint.stem,
                      HybridIK(given, refiner, fallback=network))]
     for label, seed_name, solver in solvers:
         result = solver.solve(batch.pos, batch.quat)

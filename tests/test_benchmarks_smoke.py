@@ -435,19 +435,21 @@ def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tm
 
 def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Path) -> None:
     """The IRB120 (a four-answer seed and a wrist flip): the multistart's row, then the hybrid with flips off,
-    flips on, the first good answer, restarts facing their targets, and its fallback network (the default there); the tail columns are
-    the solver's own evaluations, the first good answer spends fewer of them than ranking all four, and the default row is the
+    flips on, the first good answer, restarts facing their targets, repeated answers replaced, and its fallback network (for
+    the targets with no good answer; then also for those left short of exact: the default there); the tail columns are the
+    solver's own evaluations, the first good answer spends fewer of them than ranking all four, and the default row is the
     registry's hybrid."""
     bench = _load_script("hybrid_cost")
     assert bench.main(["--robots", "irb120", "--targets", "80", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "hybrid_cost.json").read_text())["rows"]
     labels = [r["solver"] for r in rows]
-    assert labels[:-1] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
-    assert labels[-1].endswith("(default)") and "harmoatt_4answers_map as fallback" in labels[-1]
+    assert labels[:-2] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
+    assert labels[-1].endswith("(default)") and "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-1]
+    assert "(default)" not in "".join(labels[:-1]) and "harmoatt_4answers_map where no answer is good" in labels[-2]
     for row in rows:
         assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1 and not row["nan"]
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
-    multistart, _, ranked, first_good, _, default = rows
+    multistart, _, ranked, first_good, _, _, _, default = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
     from hik_sim.evaluation.experiments import TARGET_SEED
     from hik_sim.kinematics.chain import Chain

@@ -57,10 +57,55 @@ def test_flips_of_held_joints_are_left_out_and_unknown_triples_refused() -> None
         JointFlips(chain).flip(torch.zeros(1, 6, dtype=torch.float64), 2)
 
 
+def test_a_joint_spanning_more_than_a_turn_turns_back_to_the_same_pose_inside_its_limits() -> None:
+    """The IRB120's sixth joint (±400°) is the only registered joint whose range spans more than 2π; a configuration
+    turned by a whole turn towards the middle of that range reaches the same pose (MuJoCo) and stays inside the limits."""
+    turns = {robot: JointFlips(Chain(get_robot(robot))).turns for robot in robot_names()}
+    assert turns == {robot: ((5,) if robot == "irb120" else ()) for robot in robot_names()}
+    chain = Chain(get_robot("irb120"))
+    flips, mujoco_fk = JointFlips(chain), SingleTargetKinematics(chain.robot, chain.geometry)
+    lower, upper = chain.limits(torch.float64)
+    q = chain.sample(50, torch.Generator().manual_seed(8), dtype=torch.float64)
+    q[:10, 5], q[10:20, 5] = upper[5], lower[5]  # held at a limit, as a run stopped by it ends
+    assert bool(flips.at_limit(q, 5)[:20].all()) and not bool(flips.at_limit(q, 5)[20:].any())
+    turned = flips.turn(q, 5)
+    assert bool(((turned >= lower) & (turned <= upper)).all()) and torch.equal(turned[:, :5], q[:, :5])
+    moved = turned[:, 5] - q[:, 5]
+    assert bool(((moved.abs() - 2 * math.pi).abs() < 1e-12).all())  # every one of these fits a turn one way
+    assert bool((moved[:10] < 0).all()) and bool((moved[10:20] > 0).all())  # away from the limit it was held at
+    for b in range(0, 50, 5):
+        one, other = mujoco_fk.fk(q[b].numpy()), mujoco_fk.fk(turned[b].numpy())
+        assert np.linalg.norm(one.pos - other.pos) < 1e-9 and abs(abs(float(np.dot(one.quat, other.quat))) - 1.0) < 1e-12
+    with pytest.raises(ValueError, match="joints that do: \\[5\\]"):
+        flips.turn(q, 4)
+
+
+def test_a_run_held_at_the_sixth_joints_limit_is_followed_by_the_same_pose_a_turn_back() -> None:
+    """A seed whose sixth joint sits a little short of where the target needs it, beyond the limit: LM stops at the
+    limit, short of exact; the run from its turn (counted like any run) reaches exact, without a random restart."""
+    from hik_sim.solvers.ik import LMRefiner, _restarts, restart_rng
+
+    chain = Chain(get_robot("irb120"))
+    lower, upper = chain.limits(torch.float64)
+    goal = chain.sample(6, torch.Generator().manual_seed(9), dtype=torch.float64)
+    goal[:, 5] = upper[5] - 2 * math.pi + 0.3  # the pose of q6 = upper + 0.3: beyond the limit, reachable a turn back
+    target = chain.fk(goal)
+    seed = goal.clone()
+    seed[:, 5] = upper[5] - 0.2  # 0.5 rad short, the wrong way round: LM runs into the limit
+    refiner = LMRefiner(chain)
+    alone = refiner.refine(target.pos, target.quat, seed)
+    assert not bool(EXACT.met(alone.pos_err, alone.rot_err).any()) and bool((alone.q[:, 5] == upper[5]).all())
+    flips = JointFlips(chain, [0, 1, 2, 3, 4, 5])
+    with_turns = _restarts(refiner, target.pos, target.quat, seed, 1, restart_rng(0), flips=flips)
+    assert bool(EXACT.met(with_turns.pos_err, with_turns.rot_err).all())
+    assert bool((with_turns.fk_evals > alone.fk_evals).all())  # the turned run's evaluations are counted
+
+
 def test_flip_restarts_save_the_hybrid_evaluations_on_the_irb120_and_lose_no_target() -> None:
     """On 600 IRB120 targets (seed 777, the hybrid table's) the targets whose network answers all end pinned
-    short of exact are the expensive ones; the wrist flip of such a run reaches exact for most of them (the
-    registry's hybrid: the seed network, then its fallback network)."""
+    short of exact are the expensive ones; the wrist flip of such a run reaches exact for many of them (the
+    registry's hybrid: the seed network, then its fallback network; 10.9 against 12.1 evaluations a target
+    since session 22's distinct seeds and fallback for every target short of exact, 17.8 against 25.8 before)."""
     from hik_sim.policies import hybrid_seed_name, load_hybrid_fallback, load_pretrained
     from hik_sim.solvers.ik import HybridIK, LMRefiner
 
@@ -73,7 +118,7 @@ def test_flip_restarts_save_the_hybrid_evaluations_on_the_irb120_and_lose_no_tar
                       for flip in (False, True))
     assert float(EXACT.met(flipped.pos_err, flipped.rot_err).float().mean()) >= float(EXACT.met(plain.pos_err, plain.rot_err).float().mean())
     assert bool(flipped.success.all())
-    assert float(flipped.function_evals.double().mean()) < 0.85 * float(plain.function_evals.double().mean())
+    assert float(flipped.function_evals.double().mean()) < 0.95 * float(plain.function_evals.double().mean())
 
 
 def test_flip_restarts_save_the_single_target_solver_evaluations_and_never_flip_the_tracking_run() -> None:

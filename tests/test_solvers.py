@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.solvers.ik import _first_good, _random_configurations, _restarts
+from hik_sim.kinematics.flips import JointFlips
+from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.ik import DISTINCT_SEEDS, _Choice, _first_good, _random_configurations, _restarts
 from hik_sim.solvers.ik import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance,
                                 check_targets, first_good_answers, head_order, restart_rng, rotation_residual)
 from hik_sim.kinematics.tolerances import EXACT, SUCCESS
@@ -453,6 +456,76 @@ def test_the_first_good_answer_is_taken_in_head_order_and_a_target_with_none_ran
     assert torch.equal(seeds[0], answers[[0, 2, 1]]) and torch.equal(seeds[1], answers[[1, 2, 0]])
     ranked = _constant_answers_network(irb120, answers).solve_all(pos[2:], quat[2:])[0].double()
     assert torch.allclose(seeds[2], ranked, atol=1e-4)  # none good: ranked best first, as the network ranks them
+
+
+class _RecordingRefiner(LMRefiner):
+    """An LM refiner that keeps every seed (b, n) it was asked to start from, call by call."""
+
+    def __init__(self, chain: Chain) -> None:
+        super().__init__(chain)
+        self.seeds: list[torch.Tensor] = []
+
+    def refine(self, pos, quat, q, seed_evaluated=None):  # noqa: ANN001, ANN201
+        self.seeds.append(q.clone())
+        return super().refine(pos, quat, q, seed_evaluated)
+
+
+def _unreachable(count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Targets (count, 3), (count, 4) 5 m from the IRB120's base: every LM run ends short of them."""
+    return (torch.tensor([[5.0, 0.0, 0.5]], dtype=torch.float64).expand(count, 3).clone(),
+            torch.tensor([[1.0, 0.0, 0.0, 0.0]], dtype=torch.float64).expand(count, 4).clone())
+
+
+def test_an_answer_next_to_one_already_tried_is_replaced_by_a_random_restart(irb120: Chain) -> None:
+    """``distinct``: a given seed within that distance (largest joint difference) of an earlier given seed of the same
+    target is not run (nor flipped); a random seed takes its round. A seed farther away still runs."""
+    pos, quat = _unreachable(4)
+    base = irb120.sample(4, torch.Generator().manual_seed(31), torch.float64)
+    near = irb120.clamp(base + 0.05)  # a repeat of base
+    far = irb120.clamp(-base)  # another answer
+    first = torch.stack((base, near, far), dim=1)  # (4, 3, 6)
+
+    def seeds_run(distinct: float, flips: JointFlips | None = None) -> torch.Tensor:
+        refiner = _RecordingRefiner(irb120)
+        _restarts(refiner, pos, quat, first, 3, restart_rng(0), distinct=distinct, flips=flips)
+        return torch.cat(refiner.seeds)
+
+    def ran(seeds: torch.Tensor, q: torch.Tensor) -> bool:
+        return bool((torch.cdist(irb120.clamp(q), seeds).min(dim=1).values < 1e-12).all())
+
+    every, distinct = seeds_run(0.0), seeds_run(DISTINCT_SEEDS)
+    assert every.shape[0] == distinct.shape[0] == 12  # three rounds of four targets either way
+    assert ran(every, base) and ran(every, near) and ran(every, far)
+    assert ran(distinct, base) and ran(distinct, far) and not bool((torch.cdist(near, distinct).min(dim=1).values < 1e-12).any())
+    # with flip restarts, the random seed that took a repeat's round is not flipped: four flip runs fewer at least
+    wrist = JointFlips(irb120)
+    assert seeds_run(DISTINCT_SEEDS, wrist).shape[0] <= seeds_run(0.0, wrist).shape[0] - 4
+
+
+def test_seeds_added_once_the_given_ones_are_spent_run_before_random_restarts(irb120: Chain) -> None:
+    """``extend``: called once, for the targets still short when the given seeds are spent; its seeds run next (in the
+    following rounds), the FK it spent counted; only then random seeds."""
+    pos, quat = _unreachable(3)
+    given = irb120.sample(3, torch.Generator().manual_seed(41), torch.float64)
+    more = irb120.sample(6, torch.Generator().manual_seed(42), torch.float64).view(3, 2, 6)
+    calls: list[torch.Tensor] = []
+
+    def extend(index: torch.Tensor) -> Any:
+        calls.append(index)
+        spent = torch.full((index.numel(),), 2, dtype=torch.int64)
+        return _Choice(more[index], spent, torch.zeros(index.numel(), dtype=torch.bool), torch.ones(index.numel(), 2, dtype=torch.bool))
+
+    refiner = _RecordingRefiner(irb120)
+    result = _restarts(refiner, pos, quat, given, 5, restart_rng(0), extend=extend)
+    assert len(calls) == 1 and calls[0].tolist() == [0, 1, 2]
+    assert torch.equal(refiner.seeds[0], irb120.clamp(given))
+    assert torch.equal(refiner.seeds[1], irb120.clamp(more[:, 0])) and torch.equal(refiner.seeds[2], irb120.clamp(more[:, 1]))
+    assert len(refiner.seeds) == 5  # then two rounds of random seeds
+    plain = _restarts(LMRefiner(irb120), pos, quat, torch.stack((given, more[:, 0], more[:, 1]), dim=1), 5, restart_rng(0))
+    # the same runs; the extension's 2 FK counted, its seeds' own FK not again (the choice spent it)
+    assert torch.equal(result.fk_evals, plain.fk_evals + 2 - 2) and torch.equal(result.jac_evals, plain.jac_evals)
+    solver = make_solver("hybrid", "irb120", batched=True)
+    assert isinstance(solver, HybridIK) and solver.fallback_after and solver.distinct_seeds == DISTINCT_SEEDS
 
 
 def test_the_compiled_choice_of_the_first_good_answer_is_the_torch_one(irb120: Chain) -> None:

@@ -19,6 +19,12 @@ when the identity holds to :data:`FLIP_TOLERANCE` at configurations drawn across
 any URDF is covered and a near-miss geometry (offset axes) is not taken for one; and when the
 flip of at least one of them lies inside the limits (Romeo's LElbowRoll–LElbowYaw–LWristRoll
 is a roll–pitch–roll triple, but its middle joint spans [−π/2, 0], so no flip of it is inside).
+
+A revolute joint whose range spans more than a whole turn (the IRB120's sixth, ±400°) gives a
+second, trivial symmetry: ``q_j ± 2π`` reaches the same pose. A local solver that ran such a joint
+into its limit stops there though the same pose lies a turn back, inside the range;
+:meth:`JointFlips.turn` gives that configuration (session 22: on the IRB120, the network answers that
+end at its sixth joint's limit).
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ class JointFlips:
                     and self._fits(q, i).any()):
                 triples.append(i)
         self.triples: tuple[int, ...] = tuple(triples)
+        span = upper - lower
+        self.turns: tuple[int, ...] = tuple(j for j in range(chain.dof) if revolute[j] and j in movable
+                                            and float(span[j]) > 2 * math.pi)
 
     def _fits(self, q: torch.Tensor, first: int) -> torch.Tensor:
         """(B,) whether the flip of each configuration (B, n) about joints ``first``..+2 lies inside the limits."""
@@ -105,3 +114,24 @@ class JointFlips:
             up, down = q[:, j] + math.pi, q[:, j] - math.pi
             out[:, j] = torch.where(up <= upper[j], up, torch.where(down >= lower[j], down, up))
         return torch.maximum(torch.minimum(out, upper), lower)
+
+    def at_limit(self, q: torch.Tensor, joint: int) -> torch.Tensor:
+        """(B,) whether joint ``joint`` of configurations (B, n) is at (or beyond) one of its limits."""
+        return (q[:, joint] <= self._lower[joint].to(q)) | (q[:, joint] >= self._upper[joint].to(q))
+
+    def turn(self, q: torch.Tensor, joint: int) -> torch.Tensor:
+        """Configurations (B, n) → the same poses with joint ``joint`` a whole turn (2π) towards the middle of
+        its range (a new tensor): down from above the middle, up from below it; inside the limits (a value a
+        turn from both limits stays where it is).
+
+        Raises:
+            ValueError: ``joint`` is not one of :attr:`turns`.
+        """
+        if joint not in self.turns:
+            raise ValueError(f"joint {joint} does not span a whole turn; joints that do: {list(self.turns)}")
+        lower, upper = self._lower[joint].to(q), self._upper[joint].to(q)
+        value = q[:, joint]
+        turned = torch.where(value > (lower + upper) / 2, value - 2 * math.pi, value + 2 * math.pi)
+        out = q.clone()
+        out[:, joint] = torch.where((turned >= lower) & (turned <= upper), turned, value)
+        return out

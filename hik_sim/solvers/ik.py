@@ -61,7 +61,7 @@ from hik_sim.solvers.single_target import STALL_ITERATIONS, STALL_PROGRESS, LMAn
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
            "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
            "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
-           "SINGLE_TARGET_RESTARTS", "head_order", "first_good_answers", "HEAD_ORDER_SAMPLES"]
+           "SINGLE_TARGET_RESTARTS", "DISTINCT_SEEDS", "head_order", "first_good_answers", "HEAD_ORDER_SAMPLES"]
 
 RESTART_STREAM = 0x1C5EED
 """The spawn key that sets solvers' random restarts apart from every target stream (see :func:`restart_rng`)."""
@@ -877,7 +877,8 @@ class MultistartIK:
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
               rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT,
               flips: JointFlips | None = None, facing: FirstJointSymmetry | None = None,
-              evaluated: torch.Tensor | None = None) -> IKResult:
+              evaluated: torch.Tensor | None = None, distinct: float = 0.0,
+              extend: "Callable[[torch.Tensor], _Choice] | None" = None) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
     when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept.
@@ -891,7 +892,15 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     first joint to face its target (:meth:`FirstJointSymmetry.face`; one FK a seed, counted).
 
     ``evaluated`` (B, S) bool: the seeds of ``first`` whose FK was spent (and counted) choosing among them
-    (:func:`first_good_answers`): a run from one does not count it again."""
+    (:func:`first_good_answers`): a run from one does not count it again.
+
+    With ``distinct`` > 0, a seed of ``first`` within ``distinct`` (the largest joint difference, rad or m) of
+    one of ``first``'s seeds before it for the same target is replaced by a random seed (not flipped): LM
+    from it would most likely end where the run from the earlier one did.
+
+    With ``extend``, once ``first``'s seeds are spent, the targets still short of ``finish`` (indices (b,)) get
+    more seeds from ``extend(indices)`` (a :class:`_Choice`: its seeds go on as ``first``'s, in the same
+    rounds, flipped alike; the FK it spent is counted) before the random ones."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
         evaluated = None if evaluated is None else evaluated[:, None]
@@ -920,28 +929,54 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         jac[idx] += run.jac_evals
         return run.q
 
+    def random_seeds(idx: torch.Tensor) -> torch.Tensor:
+        """Uniformly random seeds (b, n) for targets ``idx`` (b,), each faced to its target with ``facing``."""
+        seeds = _random_configurations(chain, idx.numel(), rng)
+        if facing is not None:
+            seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx], chain.robot.lower[0], chain.robot.upper[0])
+            fk[idx] += 1
+        return seeds
+
     for round_index in range(rounds):
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
+        if extend is not None and first is not None and round_index == first.shape[1]:
+            more, spent = extend(idx), first.shape[1]
+            fk[idx] += more.fk
+            first = torch.cat((first, first.new_full((batch, more.seeds.shape[1], chain.dof), math.nan)), dim=1)
+            first[idx, spent:] = more.seeds
+            evaluated = torch.cat((torch.zeros(batch, spent, dtype=torch.bool) if evaluated is None else evaluated,
+                                   torch.zeros(batch, more.seeds.shape[1], dtype=torch.bool)), dim=1)
+            evaluated[idx, spent:] = more.evaluated
+            extend = None
         given = first is not None and round_index < first.shape[1]
-        seed_evaluated = None
+        seed_evaluated, repeated = None, None
         if first is not None and given:
             seeds = first[idx, round_index]
             seed_evaluated = None if evaluated is None else evaluated[idx, round_index]
+            if distinct > 0 and round_index > 0:
+                repeated = ((first[idx, :round_index] - seeds[:, None]).abs().amax(dim=-1) < distinct).any(dim=1)
+                if bool(repeated.any()):
+                    seeds = seeds.clone()
+                    seeds[repeated] = random_seeds(idx[repeated])
+                    if seed_evaluated is not None:
+                        seed_evaluated = seed_evaluated & ~repeated
         else:
-            seeds = _random_configurations(chain, idx.numel(), rng)
-            if facing is not None:
-                seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx], chain.robot.lower[0], chain.robot.upper[0])
-                fk[idx] += 1
+            seeds = random_seeds(idx)
         reached = run_from(idx, seeds, seed_evaluated)
         if flips is None or not stop_early or not given:
             continue
         for triple in flips.triples:
-            short = ~solved[idx]
+            short = ~solved[idx] if repeated is None else ~solved[idx] & ~repeated
             if not bool(short.any()):
                 break
             run_from(idx[short], flips.flip(reached[short], triple))
+        for joint in flips.turns:  # a run held at the limit of a joint that spans more than a turn: the same pose a turn back
+            short = ~solved[idx] if repeated is None else ~solved[idx] & ~repeated
+            pinned = short & flips.at_limit(reached, joint)
+            if bool(pinned.any()):
+                run_from(idx[pinned], flips.turn(reached[pinned], joint))
     return IKResult(best_q, best_pos_err, best_rot_err, refiner.tolerance.met(best_pos_err, best_rot_err), iterations, fk, jac)
 
 
@@ -1050,6 +1085,13 @@ def _facing(chain: Chain, selection: JointSelection) -> FirstJointSymmetry | Non
     return symmetry if symmetry.revolute and 0 in selection.free_index else None
 
 
+DISTINCT_SEEDS = 0.5
+"""A network answer within this distance (the largest joint difference, rad or m) of an answer :class:`HybridIK`
+already ran LM from for the same target is replaced by a random restart: on the same branch, LM from it would most
+likely end where the earlier run did, short of exact. Chosen on validation targets (seeds 2026 and 2027, 5,000 each,
+never a benchmark's): 0.3–0.8 rad all cut the IRB120's, the Panda's and the G1's evaluations by 8–18 % at the same
+success; the other robots' answers rarely repeat (docs/benchmarks.md, session 22)."""
+
 RESTARTS = 49
 """Restarts of :class:`HybridIK` and :class:`SingleTargetIK` after a target's first seed leaves it
 short of exact (the network's other answers count). Only such targets take them, so the default
@@ -1075,7 +1117,19 @@ class HybridIK:
     forearm and wrist), the same pose on the far side of a wrist limit that pinned the run. The
     tracking run from ``q_init`` is not flipped (the arm would swap branches), nor a random restart's.
     Measured on 5,000 IRB120 targets (seed 777): 17.8 evaluations a target against 25.8 without,
-    99.98 % exact either way (docs/benchmarks.md, "Flip restarts").
+    99.98 % exact either way (docs/benchmarks.md, "Flip restarts"). Such a run that ends held at the
+    limit of a joint spanning more than a turn (the IRB120's sixth) is also followed by LM from the
+    same pose a turn back (:meth:`~hik_sim.kinematics.flips.JointFlips.turn`).
+
+    With ``distinct_seeds`` (default :data:`DISTINCT_SEEDS`), a network answer within that distance of
+    one already tried for the target (the answers of a network often repeat one solution branch) is
+    replaced by a random restart. With a ``fallback`` network, the targets none of the network's
+    answers is good for start from the fallback's answers (its first good one first), then the
+    network's; with ``fallback_after`` (default) the fallback is also asked for the targets whose
+    answers were good but left them short of exact, before their random restarts. Measured on
+    validation targets (session 22, docs/benchmarks.md): the IRB120 12.55 → 11.63 evaluations a
+    target with distinct seeds, 11.89 → 11.43 with the fallback asked after; the Panda 15.72 → 14.17
+    and the G1 23.72 → 19.56; the same success.
 
     A network with H > 1 answers: by default (``rank_all_answers=False``) its answers are checked by
     FK one at a time, in :func:`head_order` (the head most often best first), and LM starts from the
@@ -1101,6 +1155,12 @@ class HybridIK:
             starting from the first good one in :func:`head_order`.
         face_restarts: turn each random restart to face its target (ignored where the first joint is
             prismatic or held fixed).
+        fallback: a second network, asked only for the targets none of the network's answers is good for;
+            its answers go first for them.
+        distinct_seeds: a network answer this close to one already tried for the target is replaced by a
+            random restart (:data:`DISTINCT_SEEDS`; 0: every answer is tried).
+        fallback_after: ask the ``fallback`` network also for the targets the network's answers (one of them
+            good) leave short of ``finish``, before their random restarts.
 
     Attributes:
         head_order: the order the network's answers are tried in without ``rank_all_answers``
@@ -1113,7 +1173,8 @@ class HybridIK:
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
                  finish: Tolerance = EXACT, flip_restarts: bool = True, rank_all_answers: bool = False,
-                 face_restarts: bool = False, fallback: IKNetwork | None = None) -> None:
+                 face_restarts: bool = False, fallback: IKNetwork | None = None,
+                 distinct_seeds: float = DISTINCT_SEEDS, fallback_after: bool = True) -> None:
         for net in (network,) if fallback is None else (network, fallback):
             check_network_fits(net, refiner.chain)
             if dict(net.selection.fixed) != dict(refiner.selection.fixed):
@@ -1129,6 +1190,10 @@ class HybridIK:
         self.head_order = head_order(network)
         self.facing = _facing(refiner.chain, refiner.selection) if face_restarts else None
         self.fallback = fallback
+        self.fallback_after = fallback_after
+        if not distinct_seeds >= 0:
+            raise SolverError(f"distinct_seeds must be >= 0, got {distinct_seeds}")
+        self.distinct_seeds = distinct_seeds
         self.fallback_order = head_order(fallback) if fallback is not None and fallback.hypotheses > 1 else (0,)
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
@@ -1153,7 +1218,7 @@ class HybridIK:
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64)
             answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish, flips=self.flips,
-                               facing=self.facing, evaluated=evaluated)
+                               facing=self.facing, evaluated=evaluated, distinct=self.distinct_seeds)
             return replace(answer, fk_evals=answer.fk_evals + choice)
 
         if q_init is not None:
@@ -1173,21 +1238,29 @@ class HybridIK:
         none, some = torch.nonzero(~chosen.found).flatten(), torch.nonzero(chosen.found).flatten()
         assert self.fallback is not None
         parts: list[tuple[torch.Tensor, IKResult]] = []
+        fallback = self.fallback
+
+        def fallback_answers(p: torch.Tensor, o: torch.Tensor) -> _Choice:
+            """The fallback network's answers for targets (b, 3), (b, 4), its first good one first."""
+            answers = chain.clamp(fallback.candidates(p, o).double().cpu())
+            if answers.shape[1] > 1:
+                return _first_good(chain, answers, p, o, self.fallback_order, tolerance, self.refiner)
+            spent = torch.zeros(p.shape[0], dtype=torch.int64)  # one answer: nothing to choose
+            return _Choice(answers, spent, spent.bool(), spent.bool()[:, None])
+
         if some.numel():
-            answer = _restarts(self.refiner, pos[some], quat[some], chosen.seeds[some], 1 + self.restarts, generator,
-                               finish=self.finish, flips=self.flips, facing=self.facing, evaluated=chosen.evaluated[some])
+            p, o = pos[some], quat[some]
+            extend = (lambda idx: fallback_answers(p[idx], o[idx])) if self.fallback_after else None
+            answer = _restarts(self.refiner, p, o, chosen.seeds[some], 1 + self.restarts, generator,
+                               finish=self.finish, flips=self.flips, facing=self.facing, evaluated=chosen.evaluated[some],
+                               distinct=self.distinct_seeds, extend=extend)
             parts.append((some, replace(answer, fk_evals=answer.fk_evals + chosen.fk[some])))
         if none.numel():
             p, o = pos[none], quat[none]
-            answers = chain.clamp(self.fallback.candidates(p, o).double().cpu())
-            if answers.shape[1] > 1:
-                extra = _first_good(chain, answers, p, o, self.fallback_order, tolerance, self.refiner)
-            else:  # one answer: nothing to choose
-                spent = torch.zeros(p.shape[0], dtype=torch.int64)
-                extra = _Choice(answers, spent, spent.bool(), spent.bool()[:, None])
+            extra = fallback_answers(p, o)
             answer = _restarts(self.refiner, p, o, torch.cat((extra.seeds, chosen.seeds[none]), dim=1), 1 + self.restarts, generator,
                                finish=self.finish, flips=self.flips, facing=self.facing,
-                               evaluated=torch.cat((extra.evaluated, chosen.evaluated[none]), dim=1))
+                               evaluated=torch.cat((extra.evaluated, chosen.evaluated[none]), dim=1), distinct=self.distinct_seeds)
             parts.append((none, replace(answer, fk_evals=answer.fk_evals + chosen.fk[none] + extra.fk)))
         return _scatter(parts, pos.shape[0])
 
