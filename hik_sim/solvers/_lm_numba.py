@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from hik_sim.learning._fast_numba import GEOMETRY_STRIDE, rodrigues
 
-__all__ = ["fk_jacobian", "first_good_batch", "lm_refine", "lm_refine_batch"]
+__all__ = ["fk_jacobian", "first_good_batch", "lm_refine", "lm_refine_batch", "lm_restarts_batch"]
 
 
 @njit(cache=True, boundscheck=False)
@@ -286,3 +286,39 @@ def first_good_batch(G, answers, target_pos, target_quat, order, good_position, 
             if pos_err < good_position and rot_err < good_rotation:
                 out_found[b] = h
                 break
+
+
+@njit(cache=True, boundscheck=False, parallel=True)
+def lm_restarts_batch(G, lower, upper, free, target_pos, target_quat, seeds, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
+                      stop_position, stop_rotation, stall_window, stall_ratio, finish_position, finish_rotation, best_q,
+                      best_pos_err, best_rot_err, out_runs, out_iterations, out_fk_evals, out_jac_evals):
+    """LM from each target's seeds in turn, in parallel over the targets, until its best answer is within the finish.
+
+    ``seeds`` (B, R, n): the starts, tried in order (fixed joints already at their values). A target takes no
+    further seed once its best answer's position error [m] is below ``finish_position`` and its rotation error
+    [rad] below ``finish_rotation`` (−inf: every seed runs). ``best_q`` (B, n), ``best_pos_err`` (B,) and
+    ``best_rot_err`` (B,) hold the best answer so far and its errors (inf where there is none yet), updated in
+    place; best: least position + ``rotation_weight`` × rotation error, as
+    :func:`hik_sim.solvers.ik._restarts` keeps it. Written, each (B,) int64: ``out_runs`` the seeds run,
+    ``out_iterations`` their LM iterations, ``out_fk_evals`` and ``out_jac_evals`` their FK (each seed's
+    counted) and Jacobian evaluations. The other arguments are :func:`lm_refine_batch`'s.
+    """
+    batch, count, n = seeds.shape
+    for b in prange(batch):
+        q = np.empty(n)
+        runs, iterations_sum, fk_sum, jac_sum = 0, 0, 0, 0
+        for r in range(count):
+            if best_pos_err[b] < finish_position and best_rot_err[b] < finish_rotation:
+                break
+            pos_err, rot_err, iterations, fk_evals, jac_evals = _refine(
+                G, lower, upper, free, target_pos[b], target_quat[b], seeds[b, r], rotation_weight, damping, max_iterations,
+                stop_position, stop_rotation, stall_window, stall_ratio, 1, q)
+            runs += 1
+            iterations_sum += iterations
+            fk_sum += fk_evals
+            jac_sum += jac_evals
+            if pos_err + rotation_weight * rot_err < best_pos_err[b] + rotation_weight * best_rot_err[b]:
+                for i in range(n):
+                    best_q[b, i] = q[i]
+                best_pos_err[b], best_rot_err[b] = pos_err, rot_err
+        out_runs[b], out_iterations[b], out_fk_evals[b], out_jac_evals[b] = runs, iterations_sum, fk_sum, jac_sum

@@ -812,6 +812,33 @@ class LMRefiner:
             self._free_mask = free
         return self._geometry
 
+    def restart_compiled(self, pos: torch.Tensor, quat: torch.Tensor, seeds: torch.Tensor, best: tuple[torch.Tensor, ...],
+                         finish: Tolerance | None) -> tuple[torch.Tensor, ...]:
+        """LM from each target's ``seeds`` (b, R, n) in turn until its best answer is within ``finish`` (None: every
+        seed), compiled (:func:`hik_sim.solvers._lm_numba.lm_restarts_batch`; the numba backend only).
+
+        Args:
+            pos: (b, 3) validated float64 target positions [m].
+            quat: (b, 4) their quaternions wxyz.
+            seeds: (b, R, n) starts, inside the limits, fixed joints at their values.
+            best: the best answers so far, ``(q (b, n), position errors (b,), rotation errors (b,))``, updated in place.
+            finish: when a target needs no further seed.
+
+        Returns:
+            (runs, iterations, FK evaluations, Jacobian evaluations), each (b,) int64.
+        """
+        from hik_sim.solvers._lm_numba import lm_restarts_batch
+
+        geometry = self.compiled_geometry()
+        best_q, best_pos_err, best_rot_err = (t.numpy() for t in best)
+        counts = tuple(np.empty(pos.shape[0], dtype=np.int64) for _ in range(4))
+        stop_at = (-math.inf, -math.inf) if finish is None else (finish.position, finish.rotation)
+        lm_restarts_batch(geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()), np.ascontiguousarray(quat.numpy()),
+                          np.ascontiguousarray(seeds.numpy()), self.rotation_weight, self.damping, self.max_iterations,
+                          self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress, *stop_at,
+                          best_q, best_pos_err, best_rot_err, *counts)
+        return tuple(torch.from_numpy(c) for c in counts)
+
     def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor, seed_fk: torch.Tensor) -> LMRun:
         from hik_sim.solvers._lm_numba import lm_refine_batch
 
@@ -929,13 +956,38 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         jac[idx] += run.jac_evals
         return run.q
 
-    def random_seeds(idx: torch.Tensor) -> torch.Tensor:
-        """Uniformly random seeds (b, n) for targets ``idx`` (b,), each faced to its target with ``facing``."""
-        seeds = _random_configurations(chain, idx.numel(), rng)
+    def random_seeds(idx: torch.Tensor, count: int = 1) -> torch.Tensor:
+        """Uniformly random seeds (b, count, n) for targets ``idx`` (b,), each faced to its target with ``facing``
+        (whose FK the caller counts, for the seeds it runs)."""
+        seeds = _random_configurations(chain, idx.numel() * count, rng)
         if facing is not None:
-            seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx], chain.robot.lower[0], chain.robot.upper[0])
-            fk[idx] += 1
-        return seeds
+            seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx].repeat_interleave(count, dim=0), chain.robot.lower[0],
+                                chain.robot.upper[0])
+        return seeds.view(idx.numel(), count, chain.dof)
+
+    def random_phase(idx: torch.Tensor, count: int) -> None:
+        """Up to ``count`` random seeds for each of targets ``idx``, LM from one after another until the target's best
+        answer is within ``finish`` (all of them when not ``stop_early``); drawn at once, so both backends use the
+        same seeds; on the numba backend the whole phase runs compiled, without Python between the runs."""
+        seeds = random_seeds(idx, count)
+        if refiner.backend == "numba":
+            seeds = refiner.selection.expand(refiner.selection.free(chain.clamp(seeds.reshape(-1, chain.dof)))).view_as(seeds)
+            best = best_q[idx].contiguous(), best_pos_err[idx].contiguous(), best_rot_err[idx].contiguous()
+            runs, its, fks, jacs = refiner.restart_compiled(pos[idx], quat[idx], seeds.contiguous(), best, finish if stop_early else None)
+            best_q[idx], best_pos_err[idx], best_rot_err[idx] = best
+            if stop_early:
+                solved[idx] = finish.met(best_pos_err[idx], best_rot_err[idx])
+            iterations[idx] += its
+            fk[idx] += fks + (runs if facing is not None else 0)
+            jac[idx] += jacs
+            return
+        for k in range(count):
+            pending = ~solved[idx]
+            if not bool(pending.any()):
+                break
+            if facing is not None:
+                fk[idx[pending]] += 1
+            run_from(idx[pending], seeds[pending, k])
 
     for round_index in range(rounds):
         idx = torch.nonzero(~solved).flatten()
@@ -959,13 +1011,16 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
                 repeated = ((first[idx, :round_index] - seeds[:, None]).abs().amax(dim=-1) < distinct).any(dim=1)
                 if bool(repeated.any()):
                     seeds = seeds.clone()
-                    seeds[repeated] = random_seeds(idx[repeated])
+                    seeds[repeated] = random_seeds(idx[repeated])[:, 0]
+                    if facing is not None:
+                        fk[idx[repeated]] += 1
                     if seed_evaluated is not None:
                         seed_evaluated = seed_evaluated & ~repeated
-        else:
-            seeds = random_seeds(idx)
+        else:  # the given seeds are spent: every remaining round's random seed at once
+            random_phase(idx, rounds - round_index)
+            break
         reached = run_from(idx, seeds, seed_evaluated)
-        if flips is None or not stop_early or not given:
+        if flips is None or not stop_early:
             continue
         for triple in flips.triples:
             short = ~solved[idx] if repeated is None else ~solved[idx] & ~repeated
