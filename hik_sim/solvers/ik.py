@@ -908,7 +908,9 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
               extend: "Callable[[torch.Tensor], _Choice] | None" = None) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
-    when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept.
+    when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept. The
+    random seeds of all the remaining rounds are drawn at once for the targets left when the given
+    ones are spent (``rng`` fills target by target) and, on the numba backend, run in one compiled call.
 
     With ``flips``, a run from one of ``first``'s seeds that ends short of ``finish`` is followed, for
     those targets, by LM from its flip about each of ``flips.triples`` in turn (extra runs, not
