@@ -720,7 +720,7 @@ class LMRefiner:
         among a network's answers, :func:`first_good_answers`), so the run does not count it again; the
         Jacobian at the seed is counted either way (default: none)."""
         chain, batch = self.chain, pos.shape[0]
-        q = self.selection.expand(self.selection.free(chain.clamp(q.clone())))
+        q = self._prepared(q)
         seed_fk = torch.ones(batch, dtype=torch.int64) if seed_evaluated is None else (~seed_evaluated).long()
         if self.backend == "numba" and batch > 0:
             return self._refine_compiled(pos, quat, q, seed_fk)
@@ -799,6 +799,11 @@ class LMRefiner:
             moving = moving.masked_fill(held, 0.0)
         return step * moving
 
+    def _prepared(self, q: torch.Tensor) -> torch.Tensor:
+        """Starts (..., n) inside the limits, the joints the selection holds at their values (a new tensor)."""
+        flat = q.reshape(-1, self.chain.dof)
+        return self.selection.expand(self.selection.free(self.chain.clamp(flat))).view_as(q)  # clamp makes the copy
+
     def compiled_geometry(self) -> np.ndarray:
         """The chain's flat geometry for the numba kernels (built once; :mod:`hik_sim.solvers._lm_numba`)."""
         from hik_sim.learning.fast_network import _flat_geometry
@@ -820,7 +825,7 @@ class LMRefiner:
         Args:
             pos: (b, 3) validated float64 target positions [m].
             quat: (b, 4) their quaternions wxyz.
-            seeds: (b, R, n) starts, inside the limits, fixed joints at their values.
+            seeds: (b, R, n) starts (clamped into the limits, fixed joints set, as :meth:`refine` does).
             best: the best answers so far, ``(q (b, n), position errors (b,), rotation errors (b,))``, updated in place.
             finish: when a target needs no further seed.
 
@@ -834,7 +839,7 @@ class LMRefiner:
         counts = tuple(np.empty(pos.shape[0], dtype=np.int64) for _ in range(4))
         stop_at = (-math.inf, -math.inf) if finish is None else (finish.position, finish.rotation)
         lm_restarts_batch(geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()), np.ascontiguousarray(quat.numpy()),
-                          np.ascontiguousarray(seeds.numpy()), self.rotation_weight, self.damping, self.max_iterations,
+                          np.ascontiguousarray(self._prepared(seeds).numpy()), self.rotation_weight, self.damping, self.max_iterations,
                           self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress, *stop_at,
                           best_q, best_pos_err, best_rot_err, *counts)
         return tuple(torch.from_numpy(c) for c in counts)
@@ -973,9 +978,8 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         same seeds; on the numba backend the whole phase runs compiled, without Python between the runs."""
         seeds = random_seeds(idx, count)
         if refiner.backend == "numba":
-            seeds = refiner.selection.expand(refiner.selection.free(chain.clamp(seeds.reshape(-1, chain.dof)))).view_as(seeds)
             best = best_q[idx].contiguous(), best_pos_err[idx].contiguous(), best_rot_err[idx].contiguous()
-            runs, its, fks, jacs = refiner.restart_compiled(pos[idx], quat[idx], seeds.contiguous(), best, finish if stop_early else None)
+            runs, its, fks, jacs = refiner.restart_compiled(pos[idx], quat[idx], seeds, best, finish if stop_early else None)
             best_q[idx], best_pos_err[idx], best_rot_err[idx] = best
             if stop_early:
                 solved[idx] = finish.met(best_pos_err[idx], best_rot_err[idx])
@@ -1005,7 +1009,7 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
             evaluated[idx, spent:] = more.evaluated
             extend = None
         given = first is not None and round_index < first.shape[1]
-        seed_evaluated, repeated = None, None
+        seed_evaluated, repeated = None, torch.zeros(idx.numel(), dtype=torch.bool)
         if first is not None and given:
             seeds = first[idx, round_index]
             seed_evaluated = None if evaluated is None else evaluated[idx, round_index]
@@ -1025,12 +1029,12 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         if flips is None or not stop_early:
             continue
         for triple in flips.triples:
-            short = ~solved[idx] if repeated is None else ~solved[idx] & ~repeated
+            short = ~solved[idx] & ~repeated
             if not bool(short.any()):
                 break
             run_from(idx[short], flips.flip(reached[short], triple))
         for joint in flips.turns:  # a run held at the limit of a joint that spans more than a turn: the same pose a turn back
-            short = ~solved[idx] if repeated is None else ~solved[idx] & ~repeated
+            short = ~solved[idx] & ~repeated
             pinned = short & flips.at_limit(reached, joint)
             if bool(pinned.any()):
                 run_from(idx[pinned], flips.turn(reached[pinned], joint))
