@@ -40,6 +40,12 @@ def test_the_curve_holds_every_validation_with_the_cards_final_figures(tmp_path:
     assert not list(tmp_path.glob(".partial-*"))  # written atomically, nothing left behind
 
 
+def test_a_checkpoint_path_without_a_suffix_is_written_and_read(tmp_path: Path) -> None:
+    result = train(robot_by_id("irb120"), TrainConfig(steps=2, **TINY), out=tmp_path / "net", progress=False)
+    assert result.path == tmp_path / "net" and load_checkpoint(tmp_path / "net", robot=robot_by_id("irb120"))[1].steps == 2
+    assert not list(tmp_path.glob(".partial-*"))
+
+
 def test_a_resumed_run_writes_the_whole_history(tmp_path: Path) -> None:
     first = train(robot_by_id("irb120"), TrainConfig(steps=4, **TINY), out=tmp_path / "net.pt", progress=False)
     train(robot_by_id("irb120"), TrainConfig(steps=8, **TINY), out=tmp_path / "net.pt", resume=first.path, progress=False)
