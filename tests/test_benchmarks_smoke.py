@@ -260,7 +260,8 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert open_loop["fk_per_target"] == 4  # choosing among four answers
     assert 4 <= best["fk_per_target"] <= 4 + 2 and 4 <= every["fk_per_target"] <= 4 + 2 * 4
     assert every["success_5mm_2deg"] >= best["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
-    assert best["pos_median_mm"] < open_loop["pos_median_mm"]
+    # corrections ask again only for the misses: the mean error falls (the median target is most often a hit already)
+    assert best["pos_mean_mm"] < open_loop["pos_mean_mm"] and best["pos_median_mm"] <= open_loop["pos_median_mm"]
     table = (tmp_path / "closed_loop.md").read_text()
     assert "| irb120 | harmoatt_4answers | 0 (open loop) | — |" in table and "| 2 | all 4 |" in table
     failure, turned = json.loads((tmp_path / "closed_loop.json").read_text())["failures"]  # the policy's own, unturned and turned
