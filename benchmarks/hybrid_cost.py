@@ -13,13 +13,18 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
    ``distinct_seeds``): the default where the robot has no fallback network;
 6. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
    targets none of the seed's answers is good for (session 21, ``HybridIK(fallback=..., fallback_after=False)``),
-   then as 5 with it asked also for the targets its answers leave short of exact (session 22): the default there;
+   then as 5 with it asked also for the targets its answers leave short of exact (session 22);
+7. the default (session 23): as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
+   damping (``LMRefiner(close_damping=CLOSE_DAMPING)``: a start already within 5 mm & 2°, a network's good answer,
+   begins at λ = 1e-5 instead of 1e-3).
 
-Rows 1–4 and the first of 6 run without session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK
-of a checked answer once (session 22), so they cost less than the sessions that introduced them measured;
+Rows 1–6 run on the LM as it was before session 23 (``close_damping=None``) and rows 1–4 and the first of 6 without
+session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK of a checked answer once (session 22),
+so they cost less than the sessions that introduced them measured; the multistart runs on the default LM (its random
+starts are almost never within 5 mm & 2°, so the close-start damping leaves it as it was);
 
 with ``--lm-variants``, a second table: the default hybrid and the multistart under other settings of their shared LM
-(its stop, iteration cap and stall test; ``LM_VARIANTS``), to show what each setting does to both and to the ratio
+(its stop, iteration cap, stall test and close-start damping; ``LM_VARIANTS``), to show what each setting does to both and to the ratio
 between them;
 
 with ``--network CHECKPOINT`` (one robot), the default options seeded by that network instead, alone and with the
@@ -81,11 +86,14 @@ VARIANTS = (
     ("hybrid: flips on, first good answer, repeated answers replaced, random restarts (session 22)",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False}),
 )
-DEFAULT_WITHOUT_FALLBACK = len(VARIANTS) - 1
-"""The row of ``VARIANTS`` that is the registry's hybrid where the robot has no fallback network."""
+"""The hybrid's options as sessions 17–22 added them, each run on the LM as it was then (``BEFORE_CLOSE``)."""
+BEFORE_CLOSE = {"close_damping": None}
+"""The LM before session 23: every start begins at λ = 1e-3, however close."""
+DEFAULT = "hybrid: the default (session 22's options, a close start at λ 1e-5; session 23)"
 MULTISTART = "multistart-10, stopping early (ours)"
 LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8", {}),
+    ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8, a close start at λ 1e-5", {}),
+    ("every start at λ 1e-3, however close (before session 23)", BEFORE_CLOSE),
     ("stop within 10 µm & 1e-5 rad", {"stop": Tolerance(1e-5, 1e-5)}),
     ("stop within exact (0.1 mm & 0.1°): answers no closer than that", {"stop": EXACT}),
     ("20 iterations", {"max_iterations": 20}),
@@ -138,20 +146,20 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
     network = load_pretrained(robot, name)
-    refiner = LMRefiner(chain)
-    refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
+    refiner, before = LMRefiner(chain), LMRefiner(chain, **BEFORE_CLOSE)
+    for lm in (refiner, before):
+        lm.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
     multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
     rows = [multistart]
     other = hybrid_fallback_name(robot)
-    default = DEFAULT_WITHOUT_FALLBACK if other is None else None  # the row that is the registry's hybrid, where no fallback
-    solvers = [(label + (" (default)" if i == default else ""), name, HybridIK(network, refiner, **options))
-               for i, (label, options) in enumerate(VARIANTS)]
-    if other is not None:
-        fallback = load_hybrid_fallback(robot)
+    solvers = [(label, name, HybridIK(network, before, **options)) for label, options in VARIANTS]
+    fallback = load_hybrid_fallback(robot) if other is not None else None
+    if fallback is not None:
         solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts (session 21)", name,
-                     HybridIK(network, refiner, fallback=fallback, fallback_after=False, distinct_seeds=0.0)),
+                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0)),
                     (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
-                     "answers replaced, random restarts (default)", name, HybridIK(network, refiner, fallback=fallback))]
+                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback))]
+    solvers.append((DEFAULT, name, HybridIK(network, refiner, fallback=fallback)))
     if checkpoint is not None:
         given = load_checkpoint(checkpoint, get_robot(robot))[0]
         solvers += [("hybrid: the default options, random restarts", checkpoint.stem, HybridIK(given, refiner)),
@@ -162,7 +170,7 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
         row = _row(robot, label, seed_name, result)
         row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])
         row["time_speedup"] = multistart["wall_time_s"] / row["wall_time_s"]
-        if label.endswith("(default)"):
+        if label == DEFAULT:
             good = _good_answer(chain, network, batch.pos, batch.quat).numpy()
             _breakdown(row, result.function_evals.double().numpy(), good)
         rows.append(row)

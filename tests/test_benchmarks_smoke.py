@@ -427,6 +427,9 @@ def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tm
     default, at_exact = lm_rows[0], next(r for r in lm_rows if r["options"].get("stop") == [1e-4, pytest.approx(0.0017453292519943296)])
     assert default["hybrid_evals_mean"] == pytest.approx(rows[-1]["evals_mean"])  # the registry's hybrid, the main table's default
     assert default["multistart_evals_mean"] == pytest.approx(rows[0]["evals_mean"])
+    before = next(r for r in lm_rows if r["options"] == {"close_damping": None})  # the LM before session 23: session 22's row
+    assert before["hybrid_evals_mean"] == pytest.approx(rows[-2]["evals_mean"]) and before["hybrid_evals_mean"] > default["hybrid_evals_mean"]
+    assert before["multistart_evals_mean"] == pytest.approx(default["multistart_evals_mean"])  # random starts are never that close
     assert at_exact["hybrid_evals_mean"] < default["hybrid_evals_mean"] and at_exact["multistart_evals_mean"] < default["multistart_evals_mean"]
     for r in lm_rows:
         assert 0 <= r["hybrid_exact"] <= r["hybrid_success"] <= 1 and 0 <= r["multistart_exact"] <= 1
@@ -444,14 +447,16 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     assert bench.main(["--robots", "irb120", "--targets", "80", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "hybrid_cost.json").read_text())["rows"]
     labels = [r["solver"] for r in rows]
-    assert labels[:-2] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
-    assert labels[-1].endswith("(default)") and "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-1]
-    assert "(default)" not in "".join(labels[:-1]) and "harmoatt_4answers_map where no answer is good" in labels[-2]
+    assert labels[:-3] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS] and labels[-1] == bench.DEFAULT
+    assert "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-2]
+    assert "harmoatt_4answers_map where no answer is good" in labels[-3]
     for row in rows:
         assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1 and not row["nan"]
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
-    multistart, _, ranked, first_good, _, _, _, default = rows
+    multistart, _, ranked, first_good, _, _, _, session22, default = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
+    # session 23's close-start damping: the same answers as exact, fewer LM iterations from the good answers
+    assert default["evals_mean"] < session22["evals_mean"] and default["exact"] >= session22["exact"] - 1 / 80
     from hik_sim.evaluation.experiments import TARGET_SEED
     from hik_sim.kinematics.chain import Chain
     from hik_sim.learning.data import make_eval_set

@@ -87,3 +87,52 @@ def test_batched_lm_backends_agree_and_hold_fixed_joints(robot: str) -> None:
             assert compiled.success.float().mean() > 0.5
         lower, upper = chain.limits(torch.float64)
         assert bool(((compiled.q >= lower) & (compiled.q <= upper)).all())
+
+
+def test_a_close_start_begins_at_the_close_damping_on_every_backend() -> None:
+    """A start within 5 mm & 2° begins at CLOSE_DAMPING: fewer iterations on the IRB120 (its arm nearly stretched is
+    ill-conditioned), the same steps on every backend; a start farther away runs exactly as with the rule off."""
+    from hik_sim.kinematics.rotations import position_error, rotation_error
+    from hik_sim.kinematics.tolerances import SUCCESS
+    from hik_sim.solvers.ik import LMRefiner
+    from hik_sim.solvers.single_target import CLOSE_DAMPING
+
+    spec = robot_by_id("irb120")
+    chain = Chain(spec)
+    targets = make_eval_set(chain, 23, 300).batch
+    generator = torch.Generator().manual_seed(4)
+    near = chain.clamp(targets.q + 0.004 * torch.randn(300, chain.dof, generator=generator, dtype=torch.float64))
+    far = chain.clamp(targets.q + 0.5 * torch.randn(300, chain.dof, generator=generator, dtype=torch.float64))
+    close = {}
+    for name, starts in (("near", near), ("far", far)):
+        reached = chain.fk(starts)
+        close[name] = SUCCESS.met(position_error(reached.pos, targets.pos), rotation_error(reached.quat, targets.quat))
+    assert float(close["near"].float().mean()) > 0.9 and float(close["far"].float().mean()) < 0.1
+    runs = {}
+    for backend in ("numba", "torch"):
+        for close_damping in (CLOSE_DAMPING, None):
+            for name, starts in (("near", near), ("far", far)):
+                runs[backend, close_damping, name] = LMRefiner(chain, backend=backend, close_damping=close_damping).solve(
+                    targets.pos, targets.quat, starts)
+    for close_damping in (CLOSE_DAMPING, None):
+        for name in ("near", "far"):
+            a, b = runs["numba", close_damping, name], runs["torch", close_damping, name]
+            assert torch.equal(a.iterations, b.iterations) and torch.equal(a.jac_evals, b.jac_evals)
+            assert torch.allclose(a.q, b.q, atol=1e-6)
+    on, off = runs["numba", CLOSE_DAMPING, "near"], runs["numba", None, "near"]
+    assert bool(on.success[close["near"]].all()) and bool(off.success[close["near"]].all())
+    assert float(on.pos_err[close["near"]].max()) < 1e-6 and float(on.rot_err[close["near"]].max()) < 1e-6  # as exact
+    assert int(on.iterations.sum()) < 0.9 * int(off.iterations.sum())
+    same = ~close["far"]  # a far start's run does not change
+    on, off = runs["numba", CLOSE_DAMPING, "far"], runs["numba", None, "far"]
+    assert torch.equal(on.iterations[same], off.iterations[same]) and torch.equal(on.q[same], off.q[same])
+    single = {backend: SingleTargetLM(spec, chain.geometry, backend=backend) for backend in ("numba", "mujoco")}
+    for i in range(0, 300, 10):
+        a, b = (lm.refine(targets.pos[i].numpy(), targets.quat[i].numpy(), near[i].numpy()) for lm in single.values())
+        batched = runs["numba", CLOSE_DAMPING, "near"]
+        assert (a.iterations, a.evals, a.jac_evals) == (b.iterations, b.evals, b.jac_evals)
+        assert a.iterations == int(batched.iterations[i]) and np.allclose(a.q, batched.q[i].numpy(), atol=1e-9)
+    with pytest.raises(HikError, match="close_damping must be positive"):
+        LMRefiner(chain, close_damping=0.0)
+    with pytest.raises(HikError, match="close_damping must be positive"):
+        SingleTargetLM(spec, close_damping=-1.0)

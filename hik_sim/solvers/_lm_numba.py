@@ -7,9 +7,11 @@ rotation (9) and translation (3)). The method is the one the MuJoCo path runs, s
 residual (position [m]; the axis-angle vector of the rotation still to go [rad] times the rotation
 weight), the Gauss–Newton step damped by λ·(diag(JᵀJ) + 1e-9) and bounded at active limits (a joint
 at a limit that the step would push beyond it is held, its row and column dropped, and the step
-solved again for the others), every trial projected onto the joint limits, λ ÷ 3 after an accepted
-trial and × 4 after a rejected one, stop once within the stop thresholds or once stalled (the cost
-above ``stall_ratio`` times its value ``stall_window`` iterations before). FK is evaluated at every
+solved again for the others), every trial projected onto the joint limits, λ starting at ``damping``
+(at ``close_damping`` for a seed already within the close tolerance:
+:data:`hik_sim.solvers.single_target.CLOSE_DAMPING`), ÷ 3 after an accepted trial and × 4 after a
+rejected one, stop once within the stop thresholds or once stalled (the cost above ``stall_ratio``
+times its value ``stall_window`` iterations before). FK is evaluated at every
 trial, the Jacobian only where a step starts from (the seed, and an accepted trial that is neither
 converged nor the last), and both are counted. Importing this module needs numba;
 :mod:`hik_sim.solvers.single_target` falls back to MuJoCo's kinematics where numba is missing.
@@ -140,36 +142,38 @@ def _residual(pos, quat, target_pos, target_quat, weight, out):  # noqa: ANN001,
 
 @njit(cache=True, boundscheck=False)
 def lm_refine(G, lower, upper, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN201
-              stop_rotation, stall_window, stall_ratio, out_q):
-    """Refine ``q`` (n,) towards the target; the answer goes into ``out_q`` (n,).
+              stop_rotation, stall_window, stall_ratio, close_damping, close_position, close_rotation, out_q):
+    """Refine ``q`` (n,) towards the target; the answer goes into ``out_q`` (n,). A start within ``close_position`` [m]
+    and ``close_rotation`` [rad] of the target begins at ``close_damping`` instead of ``damping`` (0, 0: none does).
 
     Returns:
         (position error [m], rotation error [rad], iterations, FK evaluations, Jacobian evaluations).
     """
     return _refine(G, lower, upper, np.ones(q.shape[0]), target_pos, target_quat, q, rotation_weight, damping, max_iterations,
-                   stop_position, stop_rotation, stall_window, stall_ratio, 1, out_q)
+                   stop_position, stop_rotation, stall_window, stall_ratio, 1, out_q, close_damping, close_position, close_rotation)
 
 
 @njit(cache=True, boundscheck=False, parallel=True)
 def lm_refine_batch(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
-                    stop_position, stop_rotation, stall_window, stall_ratio, seed_fk, out_q, out_pos_err, out_rot_err, out_iterations,
-                    out_fk_evals, out_jac_evals):
+                    stop_position, stop_rotation, stall_window, stall_ratio, close_damping, close_position, close_rotation, seed_fk,
+                    out_q, out_pos_err, out_rot_err, out_iterations, out_fk_evals, out_jac_evals):
     """:func:`lm_refine` for B targets (B, 3), (B, 4) from ``q`` (B, n), in parallel over the targets;
     ``free`` (n,): 1 for a joint that moves, 0 for one held at its value in ``q``; ``seed_fk`` (B,) int64: the FK
     evaluations to count for a seed (1; 0 where the caller has already spent and counted its FK)."""
     for b in prange(target_pos.shape[0]):
         pos_err, rot_err, iterations, fk_evals, jac_evals = _refine(
             G, lower, upper, free, target_pos[b], target_quat[b], q[b], rotation_weight, damping, max_iterations, stop_position,
-            stop_rotation, stall_window, stall_ratio, seed_fk[b], out_q[b])
+            stop_rotation, stall_window, stall_ratio, seed_fk[b], out_q[b], close_damping, close_position, close_rotation)
         out_pos_err[b], out_rot_err[b], out_iterations[b] = pos_err, rot_err, iterations
         out_fk_evals[b], out_jac_evals[b] = fk_evals, jac_evals
 
 
 @njit(cache=True, boundscheck=False)
 def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, damping, max_iterations, stop_position,  # noqa: ANN001, ANN202
-            stop_rotation, stall_window, stall_ratio, seed_fk, out_q):
+            stop_rotation, stall_window, stall_ratio, seed_fk, out_q, close_damping, close_position, close_rotation):
     """The LM loop of one target (see the module's docstring); ``stall_window`` 0 never stops for a stall; ``seed_fk``:
-    the FK evaluations counted for the seed (1, or 0 where its FK was spent and counted before)."""
+    the FK evaluations counted for the seed (1, or 0 where its FK was spent and counted before); a seed within
+    ``close_position`` [m] and ``close_rotation`` [rad] begins at ``close_damping`` instead of ``damping``."""
     n = q.shape[0]
     for i in range(n):
         out_q[i] = min(max(q[i], lower[i]), upper[i])
@@ -186,8 +190,9 @@ def _refine(G, lower, upper, free, target_pos, target_quat, q, rotation_weight, 
     trial = np.empty(n)
     history = np.empty(max_iterations + 1)  # the cost after each iteration
     _forward(G, out_q, pos, quat, origins, axes)
-    fk_evals, jac_evals, iterations, lam = seed_fk, 0, 0, damping
+    fk_evals, jac_evals, iterations = seed_fk, 0, 0
     cost, pos_err, rot_err = _residual(pos, quat, target_pos, target_quat, rotation_weight, residual)
+    lam = close_damping if pos_err < close_position and rot_err < close_rotation else damping
     history[0] = cost
     converged = pos_err < stop_position and rot_err < stop_rotation
     if not converged and max_iterations > 0:
@@ -290,8 +295,9 @@ def first_good_batch(G, answers, target_pos, target_quat, order, good_position, 
 
 @njit(cache=True, boundscheck=False, parallel=True)
 def lm_restarts_batch(G, lower, upper, free, target_pos, target_quat, seeds, rotation_weight, damping, max_iterations,  # noqa: ANN001, ANN201
-                      stop_position, stop_rotation, stall_window, stall_ratio, finish_position, finish_rotation, best_q,
-                      best_pos_err, best_rot_err, out_runs, out_iterations, out_fk_evals, out_jac_evals):
+                      stop_position, stop_rotation, stall_window, stall_ratio, close_damping, close_position, close_rotation,
+                      finish_position, finish_rotation, best_q, best_pos_err, best_rot_err, out_runs, out_iterations, out_fk_evals,
+                      out_jac_evals):
     """LM from each target's seeds in turn, in parallel over the targets, until its best answer is within the finish.
 
     ``seeds`` (B, R, n): the starts, tried in order (fixed joints already at their values). A target takes no
@@ -312,7 +318,7 @@ def lm_restarts_batch(G, lower, upper, free, target_pos, target_quat, seeds, rot
                 break
             pos_err, rot_err, iterations, fk_evals, jac_evals = _refine(
                 G, lower, upper, free, target_pos[b], target_quat[b], seeds[b, r], rotation_weight, damping, max_iterations,
-                stop_position, stop_rotation, stall_window, stall_ratio, 1, q)
+                stop_position, stop_rotation, stall_window, stall_ratio, 1, q, close_damping, close_position, close_rotation)
             runs += 1
             iterations_sum += iterations
             fk_sum += fk_evals

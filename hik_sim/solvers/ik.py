@@ -6,7 +6,7 @@ Solvers with a fast single-pose entry also satisfy :class:`SingleTargetSolver` (
 - :class:`NeuralIK` — a trained network, no refinement.
 - :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
   analytic Jacobian of :class:`~hik_sim.kinematics.chain.Chain`: Marquardt-scaled adaptive damping per
-  target, steps bounded at active joint limits (then projected), per-target early exit on
+  target (from 1e-5 for a start already within 5 mm & 2°, else 1e-3), steps bounded at active joint limits (then projected), per-target early exit on
   convergence or on a stall, and per-target counts of FK and Jacobian evaluations (the Jacobian
   only where a step starts).
 - :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
@@ -54,9 +54,10 @@ from hik_sim.kinematics.chain import Chain, Pose
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
 from hik_sim.kinematics.symmetry import FirstJointSymmetry
-from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
+from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, SUCCESS, Tolerance
 from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
-from hik_sim.solvers.single_target import STALL_ITERATIONS, STALL_PROGRESS, LMAnswer, check_stall
+from hik_sim.solvers.single_target import (CLOSE_DAMPING, STALL_ITERATIONS, STALL_PROGRESS, LMAnswer, check_close_damping, check_stall,
+                                           close_arguments)
 
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
            "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
@@ -665,6 +666,9 @@ class LMRefiner:
         stall_progress: see ``stall_iterations``.
         rotation_weight: weight of the rotation residual [m/rad].
         damping: initial Marquardt damping λ.
+        close_damping: initial λ of a start already within the success tolerance (5 mm & 2°: a network's good
+            answer, the joints of the step before while tracking; :data:`~hik_sim.solvers.single_target.CLOSE_DAMPING`;
+            None: every start begins at ``damping``).
         selection: joints held fixed (they do not move).
         backend: ``numba`` (each target's loop compiled, :func:`hik_sim.solvers._lm_numba.lm_refine_batch`,
             the targets in parallel over the CPU's cores; needs the ``fast`` extra), ``torch`` (the
@@ -678,7 +682,7 @@ class LMRefiner:
     def __init__(self, chain: Chain, tolerance: Tolerance | None = None, stop: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, damping: float = 1e-3,
                  selection: JointSelection | None = None, backend: str = "auto", stall_iterations: int = STALL_ITERATIONS,
-                 stall_progress: float = STALL_PROGRESS) -> None:
+                 stall_progress: float = STALL_PROGRESS, close_damping: float | None = CLOSE_DAMPING) -> None:
         from hik_sim.learning.fast_network import numba_available
 
         if max_iterations < 1 or not rotation_weight > 0 or not damping > 0:
@@ -697,6 +701,8 @@ class LMRefiner:
         self.selection = selection or JointSelection(chain.joint_names, {})
         self.free = torch.tensor(self.selection.free_index)
         self.stall_iterations, self.stall_progress = stall_iterations, stall_progress
+        check_close_damping(close_damping)
+        self.close_damping = close_damping
 
     def _cost_and_residual(self, pose: Pose, pos: torch.Tensor, quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         residual = torch.cat((pos - pose.pos, self.rotation_weight * rotation_residual(pose.quat, quat)), dim=-1)
@@ -729,14 +735,16 @@ class LMRefiner:
         fk = seed_fk.clone()
         jac = torch.zeros(batch, dtype=torch.int64)
         cost, residual = self._cost_and_residual(pose, pos, quat)
-        converged = self.stop.met(position_error(pose.pos, pos), rotation_error(pose.quat, quat))
+        seed_pos_err, seed_rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
+        converged = self.stop.met(seed_pos_err, seed_rot_err)
+        close = torch.zeros_like(converged) if self.close_damping is None else SUCCESS.met(seed_pos_err, seed_rot_err)
         jacobian = torch.zeros(batch, 6, chain.dof, dtype=torch.float64)
         jacobian[~converged] = chain.jacobian(q[~converged])  # only where a step will need it
         jac += ~converged
         history = torch.empty(batch, self.max_iterations + 1, dtype=torch.float64)  # the cost after each iteration
         history[:, 0] = cost
         running = ~converged
-        lam = torch.full((batch,), self.damping, dtype=torch.float64)
+        lam = torch.full((batch,), self.damping, dtype=torch.float64).masked_fill(close, self.close_damping or self.damping)
         weights = torch.tensor([1.0, 1.0, 1.0, self.rotation_weight, self.rotation_weight, self.rotation_weight], dtype=torch.float64)
         lower, upper = (bound[self.free] for bound in chain.limits(torch.float64))
         for iteration in range(1, self.max_iterations + 1):
@@ -840,8 +848,8 @@ class LMRefiner:
         stop_at = (-math.inf, -math.inf) if finish is None else (finish.position, finish.rotation)
         lm_restarts_batch(geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()), np.ascontiguousarray(quat.numpy()),
                           np.ascontiguousarray(self._prepared(seeds).numpy()), self.rotation_weight, self.damping, self.max_iterations,
-                          self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress, *stop_at,
-                          best_q, best_pos_err, best_rot_err, *counts)
+                          self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress,
+                          *close_arguments(self.damping, self.close_damping), *stop_at, best_q, best_pos_err, best_rot_err, *counts)
         return tuple(torch.from_numpy(c) for c in counts)
 
     def _refine_compiled(self, pos: torch.Tensor, quat: torch.Tensor, q: torch.Tensor, seed_fk: torch.Tensor) -> LMRun:
@@ -855,7 +863,8 @@ class LMRefiner:
         lm_refine_batch(geometry, *self._limits, self._free_mask, np.ascontiguousarray(pos.numpy()),
                         np.ascontiguousarray(quat.numpy()), np.ascontiguousarray(q.numpy()), self.rotation_weight, self.damping,
                         self.max_iterations, self.stop.position, self.stop.rotation, self.stall_iterations, 1.0 - self.stall_progress,
-                        np.ascontiguousarray(seed_fk.numpy()), out_q, pos_err, rot_err, iterations, fk, jac)
+                        *close_arguments(self.damping, self.close_damping), np.ascontiguousarray(seed_fk.numpy()), out_q, pos_err,
+                        rot_err, iterations, fk, jac)
         return LMRun(*(torch.from_numpy(a) for a in (out_q, iterations, fk, jac, pos_err, rot_err)))
 
 

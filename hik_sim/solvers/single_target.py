@@ -17,16 +17,40 @@ import numpy as np
 
 from hik_sim.errors import SolverError
 from hik_sim.kinematics.geometry import ChainGeometry
+from hik_sim.kinematics.tolerances import SUCCESS
 from hik_sim.robots import RobotSpec
 
 __all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer", "STALL_ITERATIONS", "STALL_PROGRESS",
-           "check_stall"]
+           "CLOSE_DAMPING", "check_stall", "check_close_damping", "close_arguments"]
 
 STALL_ITERATIONS = 8
 """The window of the LM's stall test [iterations] (:class:`SingleTargetLM`, :class:`~hik_sim.solvers.ik.LMRefiner`)."""
 STALL_PROGRESS = 0.01
 """An LM run whose cost fell by less than this fraction over the last :data:`STALL_ITERATIONS`
 iterations has stalled and stops (a local minimum, often with a joint held at a limit)."""
+
+
+CLOSE_DAMPING = 1e-5
+"""The LM's initial damping λ for a start already within the success tolerance (5 mm & 2°: a network's good answer,
+the joints of the step before while tracking); a start farther away begins at the usual ``damping`` (1e-3). Madsen,
+Nielsen & Tingleff's advice for Levenberg–Marquardt ("Methods for non-linear least squares problems", 2004: τ = 1e-6
+for a start believed good, 1e-3 otherwise): near a good start the Gauss–Newton step is trustworthy, and a
+Marquardt-scaled λ of 1e-3 shortens it where JᵀJ is ill-conditioned (the IRB120's arm nearly stretched), so the run
+crawls (λ falls only threefold a step). A random start is almost never that close, so multistart runs as before.
+Chosen on validation targets (seeds 2026 and 2027, 5,000 each, never a benchmark's): the batched hybrid's evaluations
+a target with 1e-4 / 1e-5 / 1e-6 / off: IRB120 (session 23's network) 9.93 / 9.36 / 9.51 / 10.24, Panda 13.46 /
+13.11 / 13.56 / 13.90, G1 19.58 / 18.80 / 19.49 / 19.59, and 1–4 % fewer on the other robots, the same success
+(docs/benchmarks.md, session 23)."""
+
+
+def check_close_damping(close_damping: float | None) -> None:
+    """Refuse a close-start damping that cannot work (None: off, every start begins at ``damping``).
+
+    Raises:
+        SolverError: ``close_damping`` neither None nor positive.
+    """
+    if close_damping is not None and not close_damping > 0:
+        raise SolverError(f"close_damping must be positive, or None (off): got {close_damping}")
 
 
 def check_stall(stall_iterations: int, stall_progress: float) -> None:
@@ -147,7 +171,8 @@ class SingleTargetLM:
     solved again for the others; every trial is then projected onto the limits), stop once within
     (``stop_position``, ``stop_rotation``) or once stalled (the cost fell by less than
     ``stall_progress`` over the last ``stall_iterations`` iterations: a local minimum, where a
-    restart from another seed spends evaluations better). FK is evaluated at every trial, the
+    restart from another seed spends evaluations better); a start already within the success tolerance
+    begins at ``close_damping`` instead of ``damping`` (:data:`CLOSE_DAMPING`). FK is evaluated at every trial, the
     Jacobian only where a step starts (the seed, and each accepted trial that is not the last).
 
     Args:
@@ -160,6 +185,8 @@ class SingleTargetLM:
         stop_rotation: convergence threshold [rad].
         stall_iterations: the window of the stall test (0: never stop for a stall).
         stall_progress: the fraction of the cost a run must shed over that window to go on.
+        close_damping: initial damping of a start within the success tolerance (5 mm & 2°;
+            :data:`CLOSE_DAMPING`; None: every start begins at ``damping``).
         backend: ``numba`` (the whole loop compiled, :mod:`hik_sim.solvers._lm_numba`: a few µs an
             iteration; needs the ``fast`` extra), ``mujoco`` (numpy and MuJoCo's C kinematics, tens
             of µs an iteration, Python between them) or ``auto``: numba when it is installed.
@@ -171,7 +198,7 @@ class SingleTargetLM:
     def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = 30,
                  rotation_weight: float = 0.2, damping: float = 1e-3, stop_position: float = 1e-6,
                  stop_rotation: float = 1e-6, stall_iterations: int = STALL_ITERATIONS, stall_progress: float = STALL_PROGRESS,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", close_damping: float | None = CLOSE_DAMPING) -> None:
         import mujoco
 
         from hik_sim.learning.fast_network import _flat_geometry, numba_available
@@ -179,6 +206,7 @@ class SingleTargetLM:
         if backend not in ("auto", "numba", "mujoco"):
             raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
         check_stall(stall_iterations, stall_progress)
+        check_close_damping(close_damping)
         if backend == "numba" and not numba_available():
             raise SolverError("the numba LM backend needs numba: pip install 'hik_sim[fast]' (or use backend='mujoco')")
         self.backend = "numba" if backend == "numba" or (backend == "auto" and numba_available()) else "mujoco"
@@ -188,6 +216,7 @@ class SingleTargetLM:
         self.max_iterations, self.rotation_weight, self.damping = max_iterations, rotation_weight, damping
         self.stop_position, self.stop_rotation = stop_position, stop_rotation
         self.stall_iterations, self.stall_progress = stall_iterations, stall_progress
+        self.close_damping = close_damping
         self.lower, self.upper = np.asarray(robot.lower, dtype=float), np.asarray(robot.upper, dtype=float)
         self.weights = np.array([1.0, 1.0, 1.0, rotation_weight, rotation_weight, rotation_weight])
         self._mujoco = mujoco
@@ -215,12 +244,13 @@ class SingleTargetLM:
                 self._geometry, self.lower, self.upper, np.ascontiguousarray(pos, dtype=np.float64),
                 np.ascontiguousarray(quat, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64), self.rotation_weight,
                 self.damping, self.max_iterations, self.stop_position, self.stop_rotation, self.stall_iterations,
-                1.0 - self.stall_progress, out)
+                1.0 - self.stall_progress, *close_arguments(self.damping, self.close_damping), out)
             return LMAnswer(out, pos_err, rot_err, iterations, fk_evals, jac_evals)
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         pose = self.kinematics.fk(q)
-        fk_evals, jac_evals, iterations, lam = 1, 0, 0, self.damping
+        fk_evals, jac_evals, iterations = 1, 0, 0
         residual, pos_err, rot_err = self.errors(pose, pos, quat)
+        lam = self.damping if self.close_damping is None or not SUCCESS.met(pos_err, rot_err) else self.close_damping
         cost = residual @ residual
         history = [cost]  # the cost after each iteration
         converged = pos_err < self.stop_position and rot_err < self.stop_rotation
@@ -250,6 +280,15 @@ class SingleTargetLM:
                     and cost > (1 - self.stall_progress) * history[iterations - self.stall_iterations]:
                 break
         return LMAnswer(q, pos_err, rot_err, iterations, fk_evals, jac_evals)
+
+
+def close_arguments(damping: float, close_damping: float | None) -> tuple[float, float, float]:
+    """The compiled LM's close-start arguments (:mod:`hik_sim.solvers._lm_numba`): (initial damping of a start within
+    the success tolerance, that tolerance's position [m] and rotation [rad]); with ``close_damping`` None, a zero
+    tolerance that no start meets."""
+    if close_damping is None:
+        return damping, 0.0, 0.0
+    return close_damping, SUCCESS.position, SUCCESS.rotation
 
 
 def _bounded_step(hessian: np.ndarray, gradient: np.ndarray, lam: float, q: np.ndarray, lower: np.ndarray,
