@@ -257,8 +257,10 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert unturned["network"] == policy_networks  # the policy: the other networks' answers beside the four
     assert policy["network"] == f"{policy_networks} turned"  # and its turned queries
     assert policy["success_5mm_2deg"] > unturned["success_5mm_2deg"] >= best["success_5mm_2deg"]
-    assert open_loop["fk_per_target"] == 4  # choosing among four answers
-    assert 4 <= best["fk_per_target"] <= 4 + 2 and 4 <= every["fk_per_target"] <= 4 + 2 * 4
+    # choosing among four answers, and the behind_turn network's own 8 FK for the 5–8 % of poses beyond joint 1's range
+    own = open_loop["fk_per_target"] - 4
+    assert 0.02 * 8 < own < 0.15 * 8
+    assert 4 + own <= best["fk_per_target"] <= 4 + own + 2 * 9 and 4 + own <= every["fk_per_target"] <= 4 + own + 2 * 4 * 9
     assert every["success_5mm_2deg"] >= best["success_5mm_2deg"] > open_loop["success_5mm_2deg"]
     # corrections ask again only for the misses: the mean error falls (the median target is most often a hit already)
     assert best["pos_mean_mm"] < open_loop["pos_mean_mm"] and best["pos_median_mm"] <= open_loop["pos_median_mm"]

@@ -347,3 +347,70 @@ def test_the_closed_loop_policy_asks_a_canonical_network_no_turned_queries() -> 
     reached = chain.fk(result.q.double())
     assert torch.equal(result.success, (position_error(reached.pos, targets.pos) < 0.005)
                        & (rotation_error(reached.quat, targets.quat) < math.radians(2)))
+
+
+def test_the_fk_a_behind_turn_network_spends_on_its_own_is_counted_by_every_solver() -> None:
+    """A shipped behind_turn network (the IRB120's four-answer one) asks a pose beyond its first joint's range twice and
+    keeps each head's better answer by FK: facing_fk says 2·H for exactly those poses, the FK its forward pass and the
+    fast forward pass really run (counted by wrapping them), and the network-alone solver and the closed-loop policy
+    add it to their counts; asked for one set at a time it spends none, and the hybrid checks both sets itself."""
+    from hik_sim.policies import load_pretrained
+    from hik_sim.solvers.ik import HybridIK, LMRefiner, NeuralIK
+
+    chain = Chain(robot_by_id("irb120"))
+    network = load_pretrained("irb120", "harmoatt_4answers")
+    assert network.behind_turn and network.hypotheses == 4
+    batch = make_eval_set(chain, 31, 400).batch
+    pos, quat = batch.pos, batch.quat
+    facing = network.facing_fk(pos)
+    azimuth = network.symmetry.azimuth(pos.float())
+    beyond = range_turn(azimuth, network.lower[0], network.upper[0]) != azimuth
+    assert 0.02 < float(beyond.double().mean()) < 0.15 and torch.equal(facing, beyond.long() * 8)
+    rows = []
+    real_fk = network.chain.fk
+    network.chain.fk = lambda q: rows.append(q.shape[0]) or real_fk(q)  # type: ignore[method-assign]
+    try:
+        network.candidates(pos, quat)
+    finally:
+        network.chain.fk = real_fk  # type: ignore[method-assign]
+    assert sum(rows) == int(facing.sum()) > 0  # the forward pass's own FK: both answer sets of the poses beyond
+    rows.clear()
+    network.chain.fk = lambda q: rows.append(q.shape[0]) or real_fk(q)  # type: ignore[method-assign]
+    try:  # asked for one set only, it spends none: the hybrid checks both sets itself, one answer at a time
+        back, facing_set = network.candidates(pos, quat, turned="range"), network.candidates(pos, quat, turned="azimuth")
+    finally:
+        network.chain.fk = real_fk  # type: ignore[method-assign]
+    merged = network.candidates(pos, quat)
+    assert not rows and torch.equal(back[~beyond], merged[~beyond]) and torch.equal(facing_set[~beyond], merged[~beyond])
+    assert bool(((merged[beyond] == back[beyond]) | (merged[beyond] == facing_set[beyond])).all())  # each head the better
+    assert not torch.equal(back[beyond], facing_set[beyond])
+    with pytest.raises(HikError, match="turned must be one of better, range, azimuth"):
+        network.candidates(pos, quat, turned="both")
+    fast = FastIKNetwork.from_network(network)
+    scored = []
+    real_scores = fast.scores
+    fast.scores = lambda answers, p, q: scored.append(len(answers)) or real_scores(answers, p, q)  # type: ignore[method-assign]
+    for i in range(0, 400, 7):
+        before = sum(scored)
+        fast.candidates(pos[i].numpy(), quat[i].numpy())
+        assert sum(scored) - before == fast.facing_fk(pos[i].numpy(), quat[i].numpy()) == int(facing[i])
+    # the solvers count it: the same solve with the network's own FK hidden spends exactly that much less
+    solvers = {"hybrid": HybridIK(network, LMRefiner(chain)), "alone": NeuralIK(network, chain),
+               "corrected": NeuralIK(network, chain, corrections=2)}
+    for name, solver in solvers.items():
+        counted = solver.solve(pos, quat).fk_evals
+        network.facing_fk = lambda p: torch.zeros(p.shape[0], dtype=torch.int64)  # type: ignore[method-assign]
+        try:
+            hidden = solver.solve(pos, quat).fk_evals
+        finally:
+            del network.facing_fk
+        extra = counted - hidden
+        if name == "corrected":  # a correction asks again for a shifted goal, which may lie beyond the range itself
+            assert bool((extra >= 0).all()) and bool((extra[beyond] >= 8).all()) and bool((extra % 8 == 0).all())
+        elif name == "hybrid":  # it asks for both sets and checks them itself (counted there): the network spends none
+            assert bool((extra == 0).all())
+        else:
+            assert torch.equal(extra, facing), name
+    alone = solvers["alone"]  # one target a call: the fast forward pass, counted alike
+    for i in torch.cat((torch.nonzero(beyond).flatten()[:3], torch.nonzero(~beyond).flatten()[:3])).tolist():
+        assert int(alone.solve(pos[i:i + 1], quat[i:i + 1]).fk_evals[0]) == 4 + int(facing[i])

@@ -151,6 +151,7 @@ def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
     assert paper_multistart["function_evals"] >= 10 * 2
     assert paper_multistart["success_5mm_2deg"] >= 0.9
     # the 4-answer network's evaluations count the FK that chooses among its answers
-    assert by_name["network, 4 answers (full joint space)"]["function_evals"] == 4
+    # (and the behind_turn network's own 8 FK for the poses beyond joint 1's range, a few % of them)
+    assert 4 < by_name["network, 4 answers (full joint space)"]["function_evals"] < 4 + 8 * 0.15
     text = (tmp_path / "paper.md").read_text()
     assert "*published*" in text and "76.4 %" in text and "−95.1 %" in text

@@ -356,11 +356,15 @@ def test_the_closed_loop_network_corrects_its_own_error_without_least_squares() 
     seed = load_pretrained("irb120", "harmoatt_4answers")
     irb = Chain(robot_by_id("irb120"))
     t = make_eval_set(irb, 99, 300).batch
-    assert bool((NeuralIK(seed, irb).solve(t.pos, t.quat).fk_evals == 4).all())
+    own = seed.facing_fk(t.pos)  # a behind_turn network's own FK for the poses beyond joint 1's range (8 there, else 0)
+    base = 4 + own
+    assert int(own.max()) == 8 and bool((NeuralIK(seed, irb).solve(t.pos, t.quat).fk_evals == base).all())
     one = NeuralIK(seed, irb, corrections=2).solve(t.pos, t.quat)
     every = NeuralIK(seed, irb, corrections=2, branches=4).solve(t.pos, t.quat)
-    assert bool(((one.fk_evals >= 4) & (one.fk_evals <= 4 + 2)).all()) and int(one.fk_evals.max()) > 4
-    assert bool(((every.fk_evals >= 4) & (every.fk_evals <= 4 + 2 * 4)).all()) and int(every.fk_evals.max()) > 6
+    # a correction: one FK where its answer lands (and the network's own 8 where its shifted goal lies beyond the range)
+    assert bool(((one.fk_evals >= base) & (one.fk_evals <= base + 2 * 9)).all()) and bool((one.fk_evals > base).any())
+    assert bool(((every.fk_evals >= base) & (every.fk_evals <= base + 2 * 4 * 9)).all())
+    assert bool(((every.fk_evals - base) > 2).any())
     # the best answer is followed in both: correcting the others as well can only add successes
     assert bool((every.success | ~one.success).all()) and int(every.success.sum()) > int(one.success.sum())
     with pytest.raises(HikError, match="corrections"):
@@ -576,7 +580,9 @@ def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets(na
     assert int(first_good.success.sum()) >= int(ranked.success.sum()) >= 599 and _in_limits(chain, first_good.q)
     assert float(EXACT.met(first_good.pos_err, first_good.rot_err).float().mean()) >= \
         float(EXACT.met(ranked.pos_err, ranked.rot_err).float().mean()) - 1 / 600
-    assert float(first_good.function_evals.double().mean()) < 0.95 * float(ranked.function_evals.double().mean())
+    # the choice itself: one FK for most targets instead of four (the means also carry a few long restart tails)
+    assert float(first_good.function_evals.double().median()) <= float(ranked.function_evals.double().median()) - 3
+    assert float(first_good.function_evals.double().mean()) < float(ranked.function_evals.double().mean())
 
 
 def test_a_fallback_network_seeds_the_targets_none_of_the_networks_answers_is_good_for() -> None:

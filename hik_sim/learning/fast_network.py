@@ -347,6 +347,18 @@ class FastIKNetwork:
             return free
         return self._answers(pos, quat)
 
+    def facing_fk(self, pos: Any, quat: Any) -> int:
+        """The FK evaluations :meth:`candidates` spends on its own for one pose (3,) [m], (4,) wxyz: 2·H for a
+        ``behind_turn`` network's pose beyond the first joint's range (both answer sets scored, head by head), else 0
+        (:meth:`IKNetwork.facing_fk <hik_sim.learning.network.IKNetwork.facing_fk>`)."""
+        if self._turn is None or not self._turn.behind:
+            return 0
+        pos, quat = self._arrays(pos, quat)
+        status, _, _, turn = self._turn.canonical(pos, quat)
+        if status:
+            return 0  # a bad pose: candidates refuses it before any FK
+        return 2 * self.hypotheses if self._turn.canonical(pos, quat, behind=False)[3] != turn else 0
+
     def _answers(self, pos: np.ndarray, quat: np.ndarray, given: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """(H, m) free-joint answers of the model for a pose, clamped to the model's limits; an error names
         the ``given`` pose (the one asked about, before any turn) or else this one."""

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from hik_sim.learning.checkpoint import Card
 
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "TURN_INPUT",
-           "BEHIND_TURN", "CLAMP_STRAIGHT_THROUGH", "as_targets"]
+           "BEHIND_TURN", "CLAMP_STRAIGHT_THROUGH", "TURNED", "as_targets"]
 
 CANONICAL_TURN = "canonical_turn"
 """The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
@@ -84,6 +84,8 @@ TURN_INPUT = "turn_input"
 CLAMP_STRAIGHT_THROUGH = "clamp_straight_through"
 """The model option (bool) of a ``clamp_in_training`` network whose clamp passes its gradient straight through (:class:`IKNetwork`)."""
 BEHIND_TURN = "behind_turn"
+TURNED: tuple[str, ...] = ("better", "range", "azimuth")
+"""How a ``behind_turn`` network answers a pose beyond its first joint's range (:meth:`IKNetwork.forward`)."""
 """The model option (bool) of a ``canonical_turn`` network that turns poses beyond its first joint's range to
 the back half-plane (:class:`IKNetwork`)."""
 _NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING, TURN_INPUT, BEHIND_TURN, CLAMP_STRAIGHT_THROUGH)  # options of the network, not passed on to its model
@@ -225,13 +227,18 @@ class IKNetwork(nn.Module):
             raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
         self.chain = chain
 
-    def forward(self, pos: torch.Tensor, quat: torch.Tensor, choose: bool = True) -> IKOutput:
+    def forward(self, pos: torch.Tensor, quat: torch.Tensor, choose: bool = True, turned: str = "better") -> IKOutput:
         """Poses (B, 3) [m], (B, 4) wxyz in the base frame → :class:`IKOutput` with full q (B, n).
 
         With several hypotheses, ``candidates`` holds all of them as full configurations (B, H, n)
         and ``q`` the one chosen by forward kinematics; ``choose=False`` skips that choice (``q``
         is then the first candidate), for training, whose loss computes the FK of every candidate.
+        ``turned`` (a ``behind_turn`` network out of training; :data:`TURNED`): ``better`` asks a pose beyond the first
+        joint's range both ways and keeps each head's better answer by FK (:meth:`_also_facing`, :meth:`facing_fk`);
+        ``range`` only turned into the back half-plane, ``azimuth`` only turned by its azimuth (no FK of its own).
         """
+        if turned not in TURNED:
+            raise ModelError(f"turned must be one of {', '.join(TURNED)}, got {turned!r}")
         if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (pos.shape[0], 4):
             raise ModelError(f"target poses must be (B, 3) positions and (B, 4) quaternions, got {tuple(pos.shape)} and {tuple(quat.shape)}")
         # Values are checked in eager calls; a compiled one (the trainer's step, poses from FK) skips these
@@ -246,12 +253,12 @@ class IKNetwork(nn.Module):
             out = self.model(self.normalizer(pos, quat))
         else:
             azimuth = self.symmetry.azimuth(pos)
-            if not self.behind_turn:
+            if not self.behind_turn or (turned == "azimuth" and not self.training):
                 out = self._canonical_answers(pos, quat, azimuth)
             else:
                 turn = range_turn(azimuth, self.lower[0], self.upper[0])
                 out = self._canonical_answers(pos, quat, turn)
-                if not self.training:
+                if not self.training and turned == "better":
                     out = self._also_facing(out, pos, quat, azimuth, turn != azimuth)
         if out.candidates is None:
             return out._replace(q=self.selection.expand(out.q))
@@ -329,6 +336,22 @@ class IKNetwork(nn.Module):
         best = self.rank(candidates, pos, quat)[:, 0]
         return candidates[torch.arange(candidates.shape[0], device=candidates.device), best]
 
+    def beyond_range(self, pos: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: the targets at ``pos`` (B, 3) [m] that a ``behind_turn`` network turns into the back half-plane (their
+        azimuth lies beyond the first joint's range); all False for any other network."""
+        if self.symmetry is None or not self.behind_turn or pos.shape[0] == 0:
+            return torch.zeros(pos.shape[0], dtype=torch.bool)
+        azimuth = self.symmetry.azimuth(torch.as_tensor(pos).to(next(self.parameters())))  # as forward computes it
+        return (range_turn(azimuth, self.lower[0], self.upper[0]) != azimuth).cpu()
+
+    def facing_fk(self, pos: torch.Tensor) -> torch.Tensor:
+        """(B,) int64: the FK evaluations an answer out of training (:meth:`candidates`, :meth:`solve_all`) spends on its
+        own for targets at ``pos`` (B, 3) [m]: a ``behind_turn`` network asks a pose beyond its first joint's range twice
+        (turned to the back half-plane and turned by its azimuth) and keeps, head by head, the answer whose FK reaches the
+        pose better (:meth:`_also_facing`): 2·H FK for such a pose; 0 for every other pose and network. Solvers that count
+        every FK add it (session 23: it went uncounted before, 0.43 evaluations a target on the IRB120)."""
+        return self.beyond_range(pos).long() * (2 * self.hypotheses)
+
     def rank(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         """Indices (B, H) that order each pose's candidates (B, H, n) from the best to the worst.
 
@@ -358,13 +381,15 @@ class IKNetwork(nn.Module):
         return self.solve_all(pos, quat)[:, 0]
 
     @torch.inference_mode()
-    def candidates(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+    def candidates(self, pos: torch.Tensor, quat: torch.Tensor, turned: str = "better") -> torch.Tensor:
         """Every answer (B, H, n) for target poses in the model's own order: answer h comes from output head h.
 
         Unranked (:meth:`solve_all` ranks them), inside the joint limits, no gradients, in the network's
         dtype and device. Following one head h across nearby targets follows one solution branch: what
         the closed-loop corrections of :class:`~hik_sim.solvers.ik.NeuralIK` rely on. Targets as for
-        :meth:`solve_all`; an empty batch (B = 0) answers an empty (0, H, n) tensor.
+        :meth:`solve_all`; an empty batch (B = 0) answers an empty (0, H, n) tensor. ``turned``: a
+        ``behind_turn`` network's answers for the poses beyond its first joint's range (:meth:`forward`): with
+        ``range`` and ``azimuth`` it spends no FK of its own, and a caller can check both sets itself.
 
         Raises:
             HikError: see :meth:`solve_all`.
@@ -377,7 +402,7 @@ class IKNetwork(nn.Module):
         if was_training:  # switching walks every module (~0.5 ms): only when needed
             self.eval()
         try:
-            out = self(pos.to(param), quat.to(param), choose=False)
+            out = self(pos.to(param), quat.to(param), choose=False, turned=turned)
             answers = out.q[:, None] if out.candidates is None else out.candidates
         finally:
             if was_training:
