@@ -862,3 +862,30 @@ def test_turned_queries_reach_what_the_plain_answers_miss_near_the_first_joints_
     for bad in ((0.0,), (math.nan,), (math.inf, 1.0)):
         with pytest.raises(HikError, match="first_joint_turns"):
             NeuralIK(four, chain, first_joint_turns=bad)
+
+
+def test_absent_answers_are_skipped_by_the_choice_and_the_restarts() -> None:
+    """Targets with fewer answers than others (a behind_turn network's second set exists only beyond joint 1's range)
+    carry NaN rows: the first-good choice never evaluates or counts them (both backends alike) and puts them last, and
+    the restarts idle on them instead of running LM from NaN."""
+    from hik_sim.solvers.ik import _first_good, _restarts, restart_rng
+
+    chain = Chain(robot_by_id("irb120"))
+    batch = make_eval_set(chain, 41, 60).batch
+    generator = torch.Generator().manual_seed(5)
+    near = chain.clamp(batch.q[:, None] + 0.002 * torch.randn(60, 4, chain.dof, generator=generator, dtype=torch.float64))
+    far = chain.sample(60 * 4, generator, torch.float64).view(60, 4, chain.dof)
+    answers = torch.cat((far, near), dim=1)  # the good answers only in the second set
+    answers[:30, 4:] = math.nan  # the first 30 targets have no second set
+    order = (0, 1, 2, 3, 4, 5, 6, 7)
+    compiled = _first_good(chain, answers, batch.pos, batch.quat, order, Tolerance(), LMRefiner(chain, backend="numba"))
+    plain = _first_good(chain, answers, batch.pos, batch.quat, order, Tolerance(), LMRefiner(chain, backend="torch"))
+    for choice in (compiled, plain):
+        assert bool((choice.fk[:30] == 4).all()) and not bool(choice.found[:30].any())  # NaN rows: no FK, never good
+        assert bool(choice.seeds[:30, 4:].isnan().all()) and not bool(choice.seeds[:30, :4].isnan().any())  # absent last
+        assert bool(choice.found[30:].all()) and bool((choice.fk[30:] == 5).all())  # four far ones, then a near one
+    assert torch.equal(compiled.fk, plain.fk) and torch.equal(compiled.found, plain.found)
+    assert torch.equal(compiled.seeds.nan_to_num(7.0), plain.seeds.nan_to_num(7.0))
+    result = _restarts(LMRefiner(chain), batch.pos, batch.quat, compiled.seeds, 9, restart_rng(0), evaluated=compiled.evaluated)
+    assert bool(torch.isfinite(result.q).all()) and _in_limits(chain, result.q)
+    assert bool(result.success[30:].all())  # their good second-set answer, reached only after the four far ones

@@ -264,7 +264,7 @@ def first_good_batch(G, answers, target_pos, target_quat, order, good_position, 
 
     Args:
         G: the chain geometry (the module's docstring).
-        answers: (B, H, n) configurations, inside the limits.
+        answers: (B, H, n) configurations, inside the limits; NaN rows are absent (skipped, never counted).
         target_pos: (B, 3) [m].
         target_quat: (B, 4) wxyz.
         order: (H,) int64, the heads in the order to check them.
@@ -284,6 +284,8 @@ def first_good_batch(G, answers, target_pos, target_quat, order, good_position, 
             out_score[b, h] = np.inf
         for k in range(hypotheses):
             h = order[k]
+            if answers[b, h, 0] != answers[b, h, 0]:  # NaN: an absent answer (a target with fewer), skipped
+                continue
             _forward(G, answers[b, h], pos, quat, origins, axes)
             out_fk_evals[b] += 1
             _, pos_err, rot_err = _residual(pos, quat, target_pos[b], target_quat[b], 1.0, residual)

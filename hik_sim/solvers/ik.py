@@ -1034,6 +1034,10 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
             evaluated[idx, spent:] = more.evaluated
             extend = None
         given = first is not None and round_index < first.shape[1]
+        if first is not None and given:  # a target whose seed this round is absent (NaN: it has fewer) idles
+            idx = idx[~first[idx, round_index].isnan().any(dim=1)]
+            if idx.numel() == 0:
+                continue
         seed_evaluated, repeated = None, torch.zeros(idx.numel(), dtype=torch.bool)
         if first is not None and given:
             seeds = first[idx, round_index]
@@ -1150,17 +1154,19 @@ def _first_good(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, quat: to
         for head_index in order:
             if pending.numel() == 0:
                 break
-            reached = chain.fk(answers[pending, head_index])
-            fk[pending] += 1
-            pos_err, rot_err = position_error(reached.pos, pos[pending]), rotation_error(reached.quat, quat[pending])
-            score[pending, head_index] = pos_err / good.position + rot_err / good.rotation
+            rows = pending[~answers[pending, head_index].isnan().any(dim=1)]  # an absent (NaN) answer is skipped
+            reached = chain.fk(answers[rows, head_index])
+            fk[rows] += 1
+            pos_err, rot_err = position_error(reached.pos, pos[rows]), rotation_error(reached.quat, quat[rows])
+            score[rows, head_index] = pos_err / good.position + rot_err / good.rotation
             met = good.met(pos_err, rot_err)
-            key[pending[met], head_index] = -1.0  # first
-            pending = pending[~met]
+            key[rows[met], head_index] = -1.0  # first
+            pending = pending[~torch.isin(pending, rows[met])]
         found = torch.ones(batch, dtype=torch.bool)
         found[pending] = False
     key[pending] = score[pending]
-    index = key.argsort(dim=1)
+    key[answers.isnan().any(dim=2)] = math.inf  # absent answers last
+    index = key.argsort(dim=1, stable=True)
     return _Choice(answers.gather(1, index[:, :, None].expand_as(answers)), fk, found, score.isfinite().gather(1, index))
 
 
@@ -1299,19 +1305,14 @@ class HybridIK:
             p, o = (pos, quat) if index is None else (pos[index], quat[index])
             evaluated = None
             if hypotheses > 1 and not self.rank_all_answers:
-                beyond = self.network.beyond_range(p)
-                if bool(beyond.any()) and not bool(beyond.all()):  # the two kinds of target apart: their answers differ in number
-                    rows = torch.arange(p.shape[0]) if index is None else index
-                    parts = [(torch.nonzero(kind).flatten(), seeded(rows[kind])) for kind in (beyond, ~beyond)]
-                    return _scatter(parts, p.shape[0])
-                chosen = self._choice(p, o, bool(beyond.any()))
+                chosen = self._choice(p, o)
                 if self.fallback is not None:
                     return self._with_fallback(p, o, chosen, generator)
                 seeds, choice, evaluated = chosen.seeds, chosen.fk, chosen.evaluated
             else:  # ordering H > 1 answers best first costs H FK (the network's own, in its dtype: LM counts the seed's again)
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64) + self.network.facing_fk(p)
-            answer = _restarts(self.refiner, p, o, seeds, 1 + self.restarts, generator, finish=self.finish, flips=self.flips,
+            answer = _restarts(self.refiner, p, o, seeds, self._rounds(seeds), generator, finish=self.finish, flips=self.flips,
                                facing=self.facing, evaluated=evaluated, distinct=self.distinct_seeds)
             return replace(answer, fk_evals=answer.fk_evals + choice)
 
@@ -1325,16 +1326,25 @@ class HybridIK:
             result = seeded(None)
         return replace(result, wall_time=time.perf_counter() - start)
 
-    def _choice(self, pos: torch.Tensor, quat: torch.Tensor, beyond: bool) -> _Choice:
-        """The network's answers for targets (B, 3), (B, 4), its first good one first (:func:`_first_good`). For targets
-        ``beyond`` a ``behind_turn`` network's first joint's range, both of its answer sets, the back half-plane's
+    def _rounds(self, seeds: torch.Tensor) -> int:
+        """The rounds of :func:`_restarts` for seeds (B, S, n): the first, then ``restarts``; a second answer set
+        (:meth:`_choice`) adds its own rounds rather than taking random restarts' (a target without it idles there)."""
+        return 1 + self.restarts + max(seeds.shape[1] - self.network.hypotheses, 0)
+
+    def _choice(self, pos: torch.Tensor, quat: torch.Tensor) -> _Choice:
+        """The network's answers for targets (B, 3), (B, 4), its first good one first (:func:`_first_good`). For the
+        targets beyond a ``behind_turn`` network's first joint's range, both of its answer sets, the back half-plane's
         first (the network's own choice between them, head by head, would spend 2·H FK on each such target, whether
-        or not one answer is good: :meth:`~hik_sim.learning.network.IKNetwork.facing_fk`): (B, 2H, n) seeds."""
+        or not one answer is good: :meth:`~hik_sim.learning.network.IKNetwork.facing_fk`): then (B, 2H, n) seeds, the
+        other targets' second H absent (NaN, last), which :func:`_first_good` and :func:`_restarts` skip."""
         chain, network = self.refiner.chain, self.network
         answers = network.candidates(pos, quat, turned="range")
         order: Sequence[int] = self.head_order
-        if beyond:
-            answers = torch.cat((answers, network.candidates(pos, quat, turned="azimuth")), dim=1)
+        beyond = network.beyond_range(pos)
+        if bool(beyond.any()):
+            second = answers.new_full(answers.shape, math.nan)
+            second[beyond] = network.candidates(pos[beyond], quat[beyond], turned="azimuth")
+            answers = torch.cat((answers, second), dim=1)
             order = (*order, *(network.hypotheses + h for h in order))
         return _first_good(chain, chain.clamp(answers.double().cpu()), pos, quat, order, self.refiner.tolerance, self.refiner)
 
@@ -1360,14 +1370,15 @@ class HybridIK:
         if some.numel():
             p, o = pos[some], quat[some]
             extend = (lambda idx: fallback_answers(p[idx], o[idx])) if self.fallback_after else None
-            answer = _restarts(self.refiner, p, o, chosen.seeds[some], 1 + self.restarts, generator,
+            answer = _restarts(self.refiner, p, o, chosen.seeds[some], self._rounds(chosen.seeds[some]), generator,
                                finish=self.finish, flips=self.flips, facing=self.facing, evaluated=chosen.evaluated[some],
                                distinct=self.distinct_seeds, extend=extend)
             parts.append((some, replace(answer, fk_evals=answer.fk_evals + chosen.fk[some])))
         if none.numel():
             p, o = pos[none], quat[none]
             extra = fallback_answers(p, o)
-            answer = _restarts(self.refiner, p, o, torch.cat((extra.seeds, chosen.seeds[none]), dim=1), 1 + self.restarts, generator,
+            answer = _restarts(self.refiner, p, o, torch.cat((extra.seeds, chosen.seeds[none]), dim=1), self._rounds(chosen.seeds[none]),
+                               generator,
                                finish=self.finish, flips=self.flips, facing=self.facing,
                                evaluated=torch.cat((extra.evaluated, chosen.evaluated[none]), dim=1), distinct=self.distinct_seeds)
             parts.append((none, replace(answer, fk_evals=answer.fk_evals + chosen.fk[none] + extra.fk)))
