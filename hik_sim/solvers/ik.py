@@ -6,9 +6,9 @@ Solvers with a fast single-pose entry also satisfy :class:`SingleTargetSolver` (
 - :class:`NeuralIK` — a trained network, no refinement.
 - :class:`LMRefiner` — batched damped least squares (Levenberg–Marquardt) in float64 with the
   analytic Jacobian of :class:`~hik_sim.kinematics.chain.Chain`: Marquardt-scaled adaptive damping per
-  target (from 1e-5 for a start already within 5 mm & 2°, else 1e-3), steps bounded at active joint limits (then projected), per-target early exit on
-  convergence or on a stall, and per-target counts of FK and Jacobian evaluations (the Jacobian
-  only where a step starts).
+  target (from 1e-5 for a start already within 5 mm & 2°, else 1e-3), steps bounded at active joint
+  limits (then projected), per-target early exit on convergence or on a stall, and per-target counts
+  of FK and Jacobian evaluations (the Jacobian only where a step starts).
 - :class:`MultistartIK` — the hybrid-IK paper's Conventional-Multistart-N: LM from random seeds,
   round after round, for the targets not yet converged, up to N seeds.
 - :class:`HybridIK` — the network's answer (and ``q_init`` when given, for continuity while
