@@ -889,3 +889,26 @@ def test_absent_answers_are_skipped_by_the_choice_and_the_restarts() -> None:
     result = _restarts(LMRefiner(chain), batch.pos, batch.quat, compiled.seeds, 9, restart_rng(0), evaluated=compiled.evaluated)
     assert bool(torch.isfinite(result.q).all()) and _in_limits(chain, result.q)
     assert bool(result.success[30:].all())  # their good second-set answer, reached only after the four far ones
+
+
+def test_a_correction_asks_only_the_network_whose_answer_it_follows() -> None:
+    """Several networks' answers, corrected: each correction asks the one network that gave the followed answer, once
+    (every network's answers and FK only for the first query), and counts one FK where that answer lands."""
+    from hik_sim.policies import load_pretrained
+
+    chain = Chain(robot_by_id("talos"))
+    four, one = load_pretrained("talos", "harmoatt_4answers"), load_pretrained("talos", "harmoatt")
+    targets = make_eval_set(chain, 43, 300).batch
+    asked: list[int] = []
+
+    def counted(real):  # noqa: ANN001, ANN202
+        return lambda p, q, **kw: asked.append(p.shape[0]) or real(p, q, **kw)
+
+    for network in (four, one):
+        network.candidates = counted(network.candidates)  # type: ignore[method-assign]
+    try:
+        result = NeuralIK(four, chain, corrections=3, extra_networks=[one]).solve(targets.pos, targets.quat)
+    finally:
+        del four.candidates, one.candidates
+    corrections = int(result.fk_evals.sum()) - 5 * 300  # 5 answers checked by FK, then one FK a correction
+    assert corrections > 0 and sum(asked) - 2 * 300 == corrections  # the first query asks both, a correction one

@@ -365,6 +365,26 @@ class NeuralIK:
             answers[..., 0] += turn
         return self.chain.clamp(answers)
 
+    def _answers_of_heads(self, pos: torch.Tensor, quat: torch.Tensor, heads: torch.Tensor, turn: float,
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Answer ``heads[i]`` (of the H, :meth:`_candidates`' order) for each goal (b, 3), (b, 4), asked only of the network
+        that owns it, turned as :meth:`_candidates` asks: the answers (b, n), inside the limits, and the FK those networks
+        spent on their own (b,) (:meth:`~hik_sim.learning.network.IKNetwork.facing_fk`)."""
+        if turn:
+            pos, quat = self._symmetry.move(pos, quat, -turn)
+        owners = torch.tensor([owner for owner, _ in self._owners])[heads]
+        locals_ = torch.tensor([local for _, local in self._owners])[heads]
+        answers = torch.empty(pos.shape[0], self.chain.dof, dtype=torch.float64)
+        own = torch.zeros(pos.shape[0], dtype=torch.int64)
+        for owner, network in enumerate(self.networks):
+            mine = torch.nonzero(owners == owner).flatten()
+            if mine.numel():
+                answers[mine] = network.candidates(pos[mine], quat[mine]).double().cpu()[torch.arange(mine.numel()), locals_[mine]]
+                own[mine] = network.facing_fk(pos[mine])
+        if turn:
+            answers[:, 0] += turn
+        return self.chain.clamp(answers), own
+
     def _facing_fk(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0) -> torch.Tensor:
         """(B,) the FK the networks spend on their own answering :meth:`_candidates` for targets (B, 3), (B, 4)
         (:meth:`~hik_sim.learning.network.IKNetwork.facing_fk`), asked as it asks them (turned by ``turn``)."""
@@ -494,10 +514,10 @@ class NeuralIK:
             residual = quaternion_multiply(target_quat, reached_quat[index] * reached_quat.new_tensor([1.0, -1.0, -1.0, -1.0]))
             shifted = quaternion_multiply(residual, goal_quat[index])
             goal_quat[index] = shifted / shifted.norm(dim=-1, keepdim=True)
-            q[index] = self._candidates(goal_pos[index], goal_quat[index], turn)[torch.arange(index.numel()), head[index]]
+            q[index], own = self._answers_of_heads(goal_pos[index], goal_quat[index], head[index], turn)
             now = self.chain.fk(q[index])
             reached_pos[index], reached_quat[index] = now.pos, now.quat
-            spent.index_add_(0, rows[index], 1 + self._facing_fk(goal_pos[index], goal_quat[index], turn))  # every network asked
+            spent.index_add_(0, rows[index], 1 + own)
             pos_now, rot_now = position_error(now.pos, target_pos), rotation_error(now.quat, target_quat)
             met_now = self.tolerance.met(pos_now, rot_now)
             round_key = torch.full((batch * followed,), math.inf, dtype=torch.float64)
