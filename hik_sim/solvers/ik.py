@@ -54,7 +54,7 @@ from hik_sim.kinematics.chain import Chain, Pose
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.rotations import position_error, quaternion_multiply, rotation_error
 from hik_sim.kinematics.symmetry import FirstJointSymmetry
-from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, SUCCESS, Tolerance
+from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, Tolerance
 from hik_sim.learning.network import MAX_TARGET_DISTANCE, IKNetwork, _as_real_tensor, as_targets
 from hik_sim.solvers.single_target import (CLOSE_DAMPING, STALL_ITERATIONS, STALL_PROGRESS, LMAnswer, check_close_damping, check_stall,
                                            close_arguments)
@@ -346,6 +346,7 @@ class NeuralIK:
         """H: the answers per target, all networks together."""
         # answer h of the H is answer `local` of network `owner`: a correction asks only that network again
         self._owners = [(owner, local) for owner, each in enumerate(self.networks) for local in range(each.hypotheses)]
+        self._owner_of, self._local_of = (torch.tensor(column) for column in zip(*self._owners))  # (H,) each, for tensors of heads
         self.branches, self.nearest_first = min(branches, self.hypotheses), nearest_first
         self._turns = chain.turns
         self._limits = tuple(limit.numpy() for limit in chain.limits(torch.float64))  # (n,), (n,) for the single-target path
@@ -355,12 +356,14 @@ class NeuralIK:
     def _answer(self, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         return self.chain.clamp(self.network.solve(pos, quat).double().cpu())
 
-    def _candidates(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0) -> torch.Tensor:
-        """All networks' answers (B, H, n) for targets (B, 3), (B, 4), inside the limits, network after network in head order;
-        with a ``turn`` α, asked for the targets moved by −α about the first joint, α added back to its answers."""
+    def _candidates(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0,
+                    networks: Sequence[IKNetwork] | None = None) -> torch.Tensor:
+        """All networks' answers (B, H, n) for targets (B, 3), (B, 4), inside the limits, network after network in head order
+        (of ``networks`` only, if given); with a ``turn`` α, asked for the targets moved by −α about the first joint, α
+        added back to its answers."""
         if turn:
             pos, quat = self._symmetry.move(pos, quat, -turn)
-        answers = torch.cat([each.candidates(pos, quat).double().cpu() for each in self.networks], dim=1)
+        answers = torch.cat([each.candidates(pos, quat).double().cpu() for each in networks or self.networks], dim=1)
         if turn:
             answers[..., 0] += turn
         return self.chain.clamp(answers)
@@ -370,27 +373,24 @@ class NeuralIK:
         """Answer ``heads[i]`` (of the H, :meth:`_candidates`' order) for each goal (b, 3), (b, 4), asked only of the network
         that owns it, turned as :meth:`_candidates` asks: the answers (b, n), inside the limits, and the FK those networks
         spent on their own (b,) (:meth:`~hik_sim.learning.network.IKNetwork.facing_fk`)."""
-        if turn:
-            pos, quat = self._symmetry.move(pos, quat, -turn)
-        owners = torch.tensor([owner for owner, _ in self._owners])[heads]
-        locals_ = torch.tensor([local for _, local in self._owners])[heads]
+        owners, locals_ = self._owner_of[heads], self._local_of[heads]
         answers = torch.empty(pos.shape[0], self.chain.dof, dtype=torch.float64)
         own = torch.zeros(pos.shape[0], dtype=torch.int64)
         for owner, network in enumerate(self.networks):
             mine = torch.nonzero(owners == owner).flatten()
             if mine.numel():
-                answers[mine] = network.candidates(pos[mine], quat[mine]).double().cpu()[torch.arange(mine.numel()), locals_[mine]]
-                own[mine] = network.facing_fk(pos[mine])
-        if turn:
-            answers[:, 0] += turn
-        return self.chain.clamp(answers), own
+                asked = self._candidates(pos[mine], quat[mine], turn, (network,))
+                answers[mine] = asked[torch.arange(mine.numel()), locals_[mine]]
+                own[mine] = self._facing_fk(pos[mine], quat[mine], turn, (network,))
+        return answers, own
 
-    def _facing_fk(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0) -> torch.Tensor:
-        """(B,) the FK the networks spend on their own answering :meth:`_candidates` for targets (B, 3), (B, 4)
-        (:meth:`~hik_sim.learning.network.IKNetwork.facing_fk`), asked as it asks them (turned by ``turn``)."""
+    def _facing_fk(self, pos: torch.Tensor, quat: torch.Tensor, turn: float = 0.0,
+                   networks: Sequence[IKNetwork] | None = None) -> torch.Tensor:
+        """(B,) the FK the networks (``networks`` only, if given) spend on their own answering :meth:`_candidates` for
+        targets (B, 3), (B, 4) (:meth:`~hik_sim.learning.network.IKNetwork.facing_fk`), asked as it asks them."""
         if turn:
             pos = self._symmetry.move(pos, quat, -turn)[0]
-        return sum((each.facing_fk(pos) for each in self.networks), torch.zeros(pos.shape[0], dtype=torch.int64))
+        return sum((each.facing_fk(pos) for each in networks or self.networks), torch.zeros(pos.shape[0], dtype=torch.int64))
 
     @property
     def _choice_fk(self) -> int:
@@ -773,14 +773,15 @@ class LMRefiner:
         cost, residual = self._cost_and_residual(pose, pos, quat)
         seed_pos_err, seed_rot_err = position_error(pose.pos, pos), rotation_error(pose.quat, quat)
         converged = self.stop.met(seed_pos_err, seed_rot_err)
-        close = torch.zeros_like(converged) if self.close_damping is None else SUCCESS.met(seed_pos_err, seed_rot_err)
+        close_lam, close_position, close_rotation = close_arguments(self.damping, self.close_damping)
+        close = (seed_pos_err < close_position) & (seed_rot_err < close_rotation)
         jacobian = torch.zeros(batch, 6, chain.dof, dtype=torch.float64)
         jacobian[~converged] = chain.jacobian(q[~converged])  # only where a step will need it
         jac += ~converged
         history = torch.empty(batch, self.max_iterations + 1, dtype=torch.float64)  # the cost after each iteration
         history[:, 0] = cost
         running = ~converged
-        lam = torch.full((batch,), self.damping, dtype=torch.float64).masked_fill(close, self.close_damping or self.damping)
+        lam = torch.full((batch,), self.damping, dtype=torch.float64).masked_fill(close, close_lam)
         weights = torch.tensor([1.0, 1.0, 1.0, self.rotation_weight, self.rotation_weight, self.rotation_weight], dtype=torch.float64)
         lower, upper = (bound[self.free] for bound in chain.limits(torch.float64))
         for iteration in range(1, self.max_iterations + 1):

@@ -250,7 +250,8 @@ class SingleTargetLM:
         pose = self.kinematics.fk(q)
         fk_evals, jac_evals, iterations = 1, 0, 0
         residual, pos_err, rot_err = self.errors(pose, pos, quat)
-        lam = self.damping if self.close_damping is None or not SUCCESS.met(pos_err, rot_err) else self.close_damping
+        close_lam, close_position, close_rotation = close_arguments(self.damping, self.close_damping)
+        lam = close_lam if pos_err < close_position and rot_err < close_rotation else self.damping
         cost = residual @ residual
         history = [cost]  # the cost after each iteration
         converged = pos_err < self.stop_position and rot_err < self.stop_rotation
