@@ -1,0 +1,145 @@
+"""The pose table (:mod:`hik_sim.solvers.pose_table`): what it holds, that its search finds the nearest pose, that LM from
+its nearest reaches targets a random start rarely does, and where :class:`HybridIK` runs its seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import ALL_ROBOTS, robot_by_id
+
+from hik_sim.errors import HikError
+from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.kinematics.tolerances import EXACT
+from hik_sim.learning.data import JointSelection, make_eval_set
+from hik_sim.solvers.ik import HybridIK, LMRefiner, _random_configurations, _restarts, restart_rng
+from hik_sim.solvers.pose_table import PoseTable
+from hik_sim.solvers.registry import make_solver
+
+
+@pytest.fixture(scope="module")
+def irb120() -> Chain:
+    return Chain(robot_by_id("irb120"))
+
+
+@pytest.mark.parametrize("name", ALL_ROBOTS)
+def test_the_table_holds_configurations_inside_the_limits_and_finds_an_entrys_own_pose(name: str) -> None:
+    """Every robot: the table's configurations stay inside the limits; the nearest entry to the pose an entry reaches
+    is that pose (its own or one no farther); the same seed draws the same table, another seed another."""
+    chain = Chain(robot_by_id(name))
+    selection = JointSelection.for_chain(chain)
+    table = PoseTable(chain, selection, size=2000, seed=3)
+    q = table.nearest(*_poses(chain, table._configurations[:50]), 1)[:, 0]
+    lower, upper = chain.limits(torch.float64)
+    assert bool(((q >= lower) & (q <= upper)).all())
+    reached, wanted = chain.fk(q), chain.fk(table._configurations[:50])
+    assert float(position_error(reached.pos, wanted.pos).max()) < 1e-9 and float(rotation_error(reached.quat, wanted.quat).max()) < 1e-6
+    assert torch.equal(PoseTable(chain, selection, size=2000, seed=3)._configurations, table._configurations)
+    assert not torch.equal(PoseTable(chain, selection, size=2000, seed=4)._configurations, table._configurations)
+
+
+def _poses(chain: Chain, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    pose = chain.fk(q)
+    return pose.pos, pose.quat
+
+
+def test_the_nearest_entries_are_those_of_least_position_and_weighted_rotation_distance(irb120: Chain) -> None:
+    """Against a brute-force search: the k nearest by √(position distance² + (weight · angle)²) (the key's distance is
+    that for small angles; checked on the chord: ‖R₁ − R₂‖_F = 2√2 sin(θ/2)), nearest first."""
+    table = PoseTable(irb120, JointSelection.for_chain(irb120), size=3000, seed=5, rotation_weight=0.2)
+    targets = make_eval_set(irb120, 17, 20).batch
+    found = table.nearest(targets.pos, targets.quat, 4)
+    entries = irb120.fk(table._configurations)
+    for b in range(20):
+        pos_d = position_error(entries.pos, targets.pos[b].expand_as(entries.pos))
+        angle = rotation_error(entries.quat, targets.quat[b].expand_as(entries.quat))
+        distance = torch.sqrt(pos_d**2 + (0.2 * 2 * torch.sin(angle / 2)) ** 2)
+        assert torch.equal(found[b], table._configurations[distance.argsort()[:4]])
+
+
+def test_held_joints_stay_at_their_values(irb120: Chain) -> None:
+    """The q6-fixed selection: every configuration of the table holds joint 6 at its value."""
+    selection = JointSelection.for_chain(irb120, {"joint_6": 0.3})
+    table = PoseTable(irb120, selection, size=500)
+    assert bool((table._configurations[:, 5] == 0.3).all())
+    targets = make_eval_set(irb120, 3, 10, selection).batch
+    assert bool((table.nearest(targets.pos, targets.quat, 2)[..., 5] == 0.3).all())
+
+
+def test_lm_from_the_nearest_entry_reaches_far_more_targets_than_from_a_random_start(irb120: Chain) -> None:
+    """The reason for the table: on 300 IRB120 targets LM from the nearest of 20,000 entries ends exact (0.1 mm & 0.1°)
+    for most of them (measured 82 %), from a uniformly random configuration for fewer (measured 39 %)."""
+    targets = make_eval_set(irb120, 23, 300).batch
+    refiner = LMRefiner(irb120)
+    table = PoseTable(irb120, JointSelection.for_chain(irb120), size=20_000)
+    near = refiner.refine(targets.pos, targets.quat, table.nearest(targets.pos, targets.quat, 1)[:, 0])
+    far = refiner.refine(targets.pos, targets.quat, _random_configurations(irb120, 300, restart_rng(0)))
+    near_exact = float(EXACT.met(near.pos_err, near.rot_err).double().mean())
+    far_exact = float(EXACT.met(far.pos_err, far.rot_err).double().mean())
+    assert near_exact > 0.7 and far_exact < 0.5 and near_exact > far_exact + 0.3
+
+
+def test_bad_sizes_and_counts_are_refused(irb120: Chain) -> None:
+    selection = JointSelection.for_chain(irb120)
+    for size, weight in ((0, 0.2), (10, 0.0), (2.5, 0.2)):
+        with pytest.raises(HikError, match="size"):
+            PoseTable(irb120, selection, size=size, rotation_weight=weight)  # type: ignore[arg-type]
+    table = PoseTable(irb120, selection, size=10)
+    for count in (0, 11):
+        with pytest.raises(HikError, match="count"):
+            table.nearest(torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64), count)
+    assert table.nearest(torch.zeros(0, 3), torch.zeros(0, 4), 3).shape == (0, 3, 6)
+    hybrid = make_solver("hybrid", "irb120", batched=True)
+    assert isinstance(hybrid, HybridIK)
+    for seeds, after in ((-1, 1), (4, 0)):
+        with pytest.raises(HikError, match="table_seeds"):
+            HybridIK(hybrid.network, hybrid.refiner, table_seeds=seeds, table_after=after)
+
+
+class _RecordingRefiner(LMRefiner):
+    """An LM refiner that keeps every seed (b, n) it was asked to start from, call by call."""
+
+    def __init__(self, chain: Chain) -> None:
+        super().__init__(chain, backend="torch")
+        self.seeds: list[torch.Tensor] = []
+
+    def refine(self, pos, quat, q, seed_evaluated=None):  # noqa: ANN001, ANN201
+        self.seeds.append(q.clone())
+        return super().refine(pos, quat, q, seed_evaluated)
+
+
+def test_inserted_seeds_run_after_the_first_given_one_for_the_targets_still_short(irb120: Chain) -> None:
+    """``insert=(1, seeds_for)``: asked once, after the first given seed's run, for the targets it left short; their
+    seeds run next, then the rest of the given seeds, then random ones; the same rounds in all."""
+    pos = torch.tensor([[5.0, 0.0, 0.5]] * 3, dtype=torch.float64)  # unreachable: every run ends short
+    quat = torch.tensor([[1.0, 0.0, 0.0, 0.0]] * 3, dtype=torch.float64)
+    given = irb120.sample(6, torch.Generator().manual_seed(51), torch.float64).view(3, 2, 6)
+    more = irb120.sample(6, torch.Generator().manual_seed(52), torch.float64).view(3, 2, 6)
+    calls: list[list[int]] = []
+
+    def seeds_for(index: torch.Tensor) -> torch.Tensor:
+        calls.append(index.tolist())
+        return more[index]
+
+    refiner = _RecordingRefiner(irb120)
+    _restarts(refiner, pos, quat, given, 6, restart_rng(0), insert=(1, seeds_for))
+    assert calls == [[0, 1, 2]]
+    expected = [given[:, 0], more[:, 0], more[:, 1], given[:, 1]]
+    for run, seeds in zip(refiner.seeds, expected):
+        assert torch.equal(run, irb120.clamp(seeds))
+    assert len(refiner.seeds) == 6  # then two rounds of random seeds: the inserted ones took restarts' rounds
+
+
+def test_the_hybrid_with_its_table_reaches_hard_targets_for_fewer_evaluations(irb120: Chain) -> None:
+    """The registry's IRB120 hybrid with its table and without (``table_seeds=0``) on 1,000 targets (seed 31): every
+    target exact, fewer evaluations a target with the table (measured 9.36 against 11.07), no NaN."""
+    hybrid = make_solver("hybrid", "irb120", batched=True)
+    assert isinstance(hybrid, HybridIK) and hybrid.table is not None and hybrid.table_seeds == 4
+    plain = HybridIK(hybrid.network, hybrid.refiner, fallback=hybrid.fallback, table_seeds=0)
+    targets = make_eval_set(irb120, 31, 1000).batch
+    with_table, without = hybrid.solve(targets.pos, targets.quat), plain.solve(targets.pos, targets.quat)
+    cost = [float((r.fk_evals + r.jac_evals).double().mean()) for r in (with_table, without)]
+    assert bool(EXACT.met(with_table.pos_err, with_table.rot_err).all())
+    assert cost[0] < cost[1]
+    assert np.isfinite(with_table.q.numpy()).all()
