@@ -14,12 +14,15 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 6. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
    targets none of the seed's answers is good for (session 21, ``HybridIK(fallback=..., fallback_after=False)``),
    then as 5 with it asked also for the targets its answers leave short of exact (session 22);
-7. the default (session 23): as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
+7. session 23: as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
    damping (``LMRefiner(close_damping=CLOSE_DAMPING)``: a start already within 5 mm & 2°, a network's good answer,
-   begins at λ = 1e-5 instead of 1e-3).
+   begins at λ = 1e-5 instead of 1e-3);
+8. the default (session 24): as 7 with the pose table (``table_seeds=TABLE_SEEDS``: a target its first seed leaves
+   short of exact runs LM from the 4 configurations of ``hik_sim.solvers.pose_table.PoseTable`` nearest it next);
+9. the same table, LM and restarts without the network (``TableSeededIK``): what the network is worth.
 
-Rows 1–6 run on the LM as it was before session 23 (``close_damping=None``) and rows 1–4 and the first of 6 without
-session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK of a checked answer once (session 22),
+Rows 1–7 run without the pose table (``table_seeds=0``), rows 1–6 on the LM as it was before session 23
+(``close_damping=None``) and rows 1–4 and the first of 6 without session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK of a checked answer once (session 22),
 so they cost less than the sessions that introduced them measured; the multistart runs on the default LM (its random
 starts are almost never within 5 mm & 2°, so the close-start damping leaves it as it was);
 
@@ -67,7 +70,7 @@ from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
-from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK, first_good_answers, head_order
+from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK, TableSeededIK, first_good_answers, head_order
 
 TAIL = 100
 """Evaluations a target from which it counts as the expensive tail."""
@@ -76,20 +79,22 @@ SLOW = 20
 
 VARIANTS = (
     ("hybrid: flips off, all answers ranked, random restarts (session 17)",
-     {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0}),
+     {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
     ("hybrid: flips on, all answers ranked, random restarts (session 18)",
-     {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0}),
+     {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
     ("hybrid: flips on, first good answer, random restarts (session 19)",
-     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "distinct_seeds": 0.0}),
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
     ("hybrid: flips on, first good answer, restarts facing the target",
-     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True, "distinct_seeds": 0.0}),
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True, "distinct_seeds": 0.0, "table_seeds": 0}),
     ("hybrid: flips on, first good answer, repeated answers replaced, random restarts (session 22)",
-     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False}),
+     {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "table_seeds": 0}),
 )
 """The hybrid's options as sessions 17–22 added them, each run on the LM as it was then (``BEFORE_CLOSE``)."""
 BEFORE_CLOSE = {"close_damping": None}
 """The LM before session 23: every start begins at λ = 1e-3, however close."""
-DEFAULT = "hybrid: the default (session 22's options, a close start at λ 1e-5; session 23)"
+SESSION_23 = "hybrid: session 22's options, a close start at λ 1e-5 (session 23)"
+DEFAULT = "hybrid: the default (session 23's, the pose table's 4 nearest after the first seed; session 24)"
+TABLE_ONLY = "table → LM: the pose table's 4 nearest, no network (session 24)"
 MULTISTART = "multistart-10, stopping early (ours)"
 LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8, a close start at λ 1e-5", {}),
@@ -156,10 +161,12 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     fallback = load_hybrid_fallback(robot) if other is not None else None
     if fallback is not None:
         solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts (session 21)", name,
-                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0)),
+                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0, table_seeds=0)),
                     (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
-                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback))]
+                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback, table_seeds=0))]
+    solvers.append((SESSION_23, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0)))
     solvers.append((DEFAULT, name, HybridIK(network, refiner, fallback=fallback)))
+    solvers.append((TABLE_ONLY, "none", TableSeededIK(refiner)))
     if checkpoint is not None:
         given = load_checkpoint(checkpoint, get_robot(robot))[0]
         solvers += [("hybrid: the default options, random restarts", checkpoint.stem, HybridIK(given, refiner)),

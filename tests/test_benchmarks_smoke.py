@@ -427,10 +427,11 @@ def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tm
     lm_rows, rows = record["lm_rows"], record["rows"]
     assert [r["lm"] for r in lm_rows] == [label for label, _ in bench.LM_VARIANTS]
     default, at_exact = lm_rows[0], next(r for r in lm_rows if r["options"].get("stop") == [1e-4, pytest.approx(0.0017453292519943296)])
-    assert default["hybrid_evals_mean"] == pytest.approx(rows[-1]["evals_mean"])  # the registry's hybrid, the main table's default
-    assert default["multistart_evals_mean"] == pytest.approx(rows[0]["evals_mean"])
-    before = next(r for r in lm_rows if r["options"] == {"close_damping": None})  # the LM before session 23: session 22's row
-    assert before["hybrid_evals_mean"] == pytest.approx(rows[-2]["evals_mean"]) and before["hybrid_evals_mean"] > default["hybrid_evals_mean"]
+    main = {r["solver"]: r for r in rows}
+    assert default["hybrid_evals_mean"] == pytest.approx(main[bench.DEFAULT]["evals_mean"])  # the registry's hybrid, the main table's
+    assert default["multistart_evals_mean"] == pytest.approx(main[bench.MULTISTART]["evals_mean"])
+    before = next(r for r in lm_rows if r["options"] == {"close_damping": None})  # the LM before session 23
+    assert before["hybrid_evals_mean"] > default["hybrid_evals_mean"]
     assert before["multistart_evals_mean"] == pytest.approx(default["multistart_evals_mean"])  # random starts are never that close
     assert at_exact["hybrid_evals_mean"] < default["hybrid_evals_mean"] and at_exact["multistart_evals_mean"] < default["multistart_evals_mean"]
     for r in lm_rows:
@@ -441,24 +442,28 @@ def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tm
 
 def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Path) -> None:
     """The IRB120 (a four-answer seed and a wrist flip): the multistart's row, then the hybrid with flips off,
-    flips on, the first good answer, restarts facing their targets, repeated answers replaced, and its fallback network (for
-    the targets with no good answer; then also for those left short of exact: the default there); the tail columns are the
-    solver's own evaluations, the first good answer spends fewer of them than ranking all four, and the default row is the
-    registry's hybrid."""
+    flips on, the first good answer, restarts facing their targets, repeated answers replaced, its fallback network (for
+    the targets with no good answer; then also for those left short of exact), the close-start damping, the pose table (the
+    default), and the table without the network; the tail columns are the solver's own evaluations, the first good answer
+    spends fewer of them than ranking all four, and the default row is the registry's hybrid."""
     bench = _load_script("hybrid_cost")
     assert bench.main(["--robots", "irb120", "--targets", "80", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "hybrid_cost.json").read_text())["rows"]
     labels = [r["solver"] for r in rows]
-    assert labels[:-3] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS] and labels[-1] == bench.DEFAULT
-    assert "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-2]
-    assert "harmoatt_4answers_map where no answer is good" in labels[-3]
+    assert labels[:-5] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
+    assert labels[-3:] == [bench.SESSION_23, bench.DEFAULT, bench.TABLE_ONLY]
+    assert "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-4]
+    assert "harmoatt_4answers_map where no answer is good" in labels[-5]
     for row in rows:
         assert 0 <= row["exact"] <= row["success"] <= 1 and row["evals_mean"] >= 1 and not row["nan"]
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
-    multistart, _, ranked, first_good, _, _, _, session22, default = rows
+    multistart, _, ranked, first_good, _, _, _, session22, session23, default, table_only = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
     # session 23's close-start damping: the same answers as exact, fewer LM iterations from the good answers
-    assert default["evals_mean"] < session22["evals_mean"] and default["exact"] >= session22["exact"] - 1 / 80
+    assert session23["evals_mean"] < session22["evals_mean"] and session23["exact"] >= session22["exact"] - 1 / 80
+    # session 24's pose table: no more evaluations, every target exact; without the network it costs more than with it
+    assert default["evals_mean"] <= session23["evals_mean"] and default["exact"] == 1.0
+    assert default["evals_mean"] < table_only["evals_mean"] < multistart["evals_mean"] and table_only["seed_network"] == "none"
     from hik_sim.evaluation.experiments import TARGET_SEED
     from hik_sim.kinematics.chain import Chain
     from hik_sim.learning.data import make_eval_set
@@ -471,7 +476,7 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
         == pytest.approx(default["evals_mean"])
     # the default's breakdown: its parts add up to its mean, a good first answer is the cheap case
     good = default["good_answer_targets"]
-    assert 0.5 < good < 1 and all("good_answer_targets" not in r for r in rows[:-1])
+    assert 0.5 < good < 1 and all("good_answer_targets" not in r for r in rows if r is not default)
     assert good * default["good_answer_evals_mean"] + (1 - good) * default["no_good_answer_evals_mean"] \
         == pytest.approx(default["evals_mean"])
     assert default["good_answer_evals_median"] >= 2 and default["good_answer_evals_mean"] < default["no_good_answer_evals_mean"]

@@ -120,7 +120,7 @@ def test_the_papers_hybrid_is_one_lm_run_from_the_networks_answer() -> None:
 @pytest.mark.slow
 def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
     from hik_sim.evaluation.evaluate import paper_suite
-    from hik_sim.evaluation.experiments import PAPER_HYBRID, PAPER_MULTISTART
+    from hik_sim.evaluation.experiments import PAPER_HYBRID, PAPER_MULTISTART, TABLE_LM
     from hik_sim.policies import pretrained_names
     from hik_sim.robots import HUMANOIDS
 
@@ -140,12 +140,14 @@ def test_paper_suite_on_a_few_targets(tmp_path) -> None:  # noqa: ANN001
         assert paper == [PAPER_MULTISTART]
     assert ours == ["network (full joint space)", "network (q6 fixed)",
                     "hybrid, paper's definition on the cycle-trained network (1 answer → LM, no restarts)",
-                    "network, 4 answers (full joint space)", "hybrid: 1-answer network + LM", "hybrid: network + LM",
+                    "network, 4 answers (full joint space)", "hybrid: 1-answer network + LM", "hybrid: network + LM", TABLE_LM,
                     "hybrid: mlp_seed + LM", "multistart-10 LM"]
     by_name = {row["solver"]: row for row in rows}
     hybrid, multistart, paper_multistart = by_name["hybrid: network + LM"], by_name["multistart-10 LM"], by_name[PAPER_MULTISTART]
     assert hybrid["function_evals"] < multistart["function_evals"] < paper_multistart["function_evals"]
     assert hybrid["success_5mm_2deg"] >= multistart["success_5mm_2deg"]
+    # without its network (the pose table's nearest first) the hybrid costs more, still less than the multistart
+    assert hybrid["function_evals"] < by_name[TABLE_LM]["function_evals"] < multistart["function_evals"]
     # the paper's multistart runs all 10 starts: at least 10 LM runs' worth of evaluations per target (its random
     # starts after the first round differ from the early-stopping one's, so neither is always the more successful)
     assert paper_multistart["function_evals"] >= 10 * 2

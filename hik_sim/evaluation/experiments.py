@@ -30,7 +30,7 @@ from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK
+from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK, TableSeededIK
 from hik_sim.evaluation.metrics import evaluate_network
 
 __all__ = ["TEST_SEED", "TARGET_SEED", "PAPER_IRB120", "PAPER_HARMOATT", "PAPER_HYBRID", "PAPER_MULTISTART", "check_fair",
@@ -169,6 +169,8 @@ PAPER_MULTISTART = "Conventional-Multistart-10 (paper: all 10 starts, best kept)
 PAPER_HYBRID = "hybrid (paper: regression DNN → LM, one answer, no restarts)"
 SMALL_SEED_HYBRID = "hybrid: mlp_seed + LM"
 """The row of the batched hybrid seeded by the small single-target seed (``mlp_seed``, ~35 k weights) where one is shipped."""
+TABLE_LM = "table → LM (no network: the hybrid's pose table, LM and restarts)"
+"""The row of :class:`~hik_sim.solvers.ik.TableSeededIK`: what the hybrid does without its network."""
 
 
 def paper_hybrid(network: IKNetwork, refiner: LMRefiner) -> HybridIK:
@@ -187,10 +189,12 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     cycle-trained HarmoAtt-IK (full, q6 fixed, several answers), the paper's hybrid on it, our
     hybrid (the seed network of :func:`~hik_sim.policies.hybrid_seed_name`; for the targets none of its
     answers is good for, the answers of :func:`~hik_sim.policies.hybrid_fallback_name`'s network where the robot
-    has one; then the other answers and random restarts, :data:`~hik_sim.solvers.RESTARTS` in all, for
-    targets short of exact) and
+    has one; for targets short of exact, its pose table's nearest configurations, the other answers and random
+    restarts, :data:`~hik_sim.solvers.RESTARTS` in all), the same without the network (its pose table's nearest
+    configurations first: :class:`~hik_sim.solvers.ik.TableSeededIK`) and
     our multistart-10 (a target stops at its first exact start).
-    Every FK a solver spends counts, including choosing among a network's answers.
+    Every FK a solver spends counts, including choosing among a network's answers; a pose table's FK, spent once
+    when it is built, is not counted, as a network's training FK is not.
 
     Returns:
         ``rows`` (each with ``definition``: ``paper`` or ``ours``), ``hybrid_vs_multistart`` (our
@@ -235,6 +239,8 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
             ("ours", "hybrid: 1-answer network + LM", registered("hybrid", network=network))]
     # the registry's hybrid: the seed network, and its fallback network where the robot has one
     solvers.append(("ours", "hybrid: network + LM", registered("hybrid")))
+    # the hybrid without its network: its pose table's nearest configurations where it has the network's answers
+    solvers.append(("ours", TABLE_LM, full(lambda: TableSeededIK(LMRefiner(chain)))))
     if "mlp_seed" in shipped and seed_name != "mlp_seed":  # the single-target seed batched: a forward pass ~20x cheaper
         solvers.append(("ours", SMALL_SEED_HYBRID, registered("hybrid", network=load_pretrained(robot.name, "mlp_seed"))))
     solvers.append(("ours", "multistart-10 LM", registered("multistart")))
