@@ -18,7 +18,8 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
    damping (``LMRefiner(close_damping=CLOSE_DAMPING)``: a start already within 5 mm & 2°, a network's good answer,
    begins at λ = 1e-5 instead of 1e-3);
 8. the default (session 24): as 7 with the pose table (``table_seeds=TABLE_SEEDS``: a target its first seed leaves
-   short of exact runs LM from the 4 configurations of ``hik_sim.solvers.pose_table.PoseTable`` nearest it next);
+   short of exact runs LM from the 4 configurations of ``hik_sim.solvers.pose_table.PoseTable`` nearest it next) and
+   without flip restarts (with the table they no longer pay);
 9. the same table, LM and restarts without the network (``TableSeededIK``): what the network is worth.
 
 Rows 1–7 run without the pose table (``table_seeds=0``), rows 1–6 on the LM as it was before session 23
@@ -39,7 +40,9 @@ exact (0.1 mm & 0.1°), FK + Jacobian evaluations a target (mean / median / p99)
 the hybrid's evaluations and time against the multistart's. Evaluations are machine-independent;
 times are not (run it quiet to compare them).
 
-Output: a Markdown table on stdout and in ``<out>/hybrid_cost.md``, raw numbers in ``hybrid_cost.json``.
+Output: a Markdown table on stdout and in ``<out>/hybrid_cost.md``, raw numbers in ``hybrid_cost.json``, and
+``hybrid_cost_curves.png``: for each robot, the share of targets that took more than a number of evaluations, for multistart-10,
+the hybrid without and with its pose table, and the table without the network.
 
 Usage::
 
@@ -93,9 +96,12 @@ VARIANTS = (
 BEFORE_CLOSE = {"close_damping": None}
 """The LM before session 23: every start begins at λ = 1e-3, however close."""
 SESSION_23 = "hybrid: session 22's options, a close start at λ 1e-5 (session 23)"
-DEFAULT = "hybrid: the default (session 23's, the pose table's 4 nearest after the first seed; session 24)"
+DEFAULT = "hybrid: the default (session 23's, the pose table's 4 nearest after the first seed, flips off; session 24)"
 TABLE_ONLY = "table → LM: the pose table's 4 nearest, no network (session 24)"
 MULTISTART = "multistart-10, stopping early (ours)"
+CURVES = {MULTISTART: "multistart-10", SESSION_23: "hybrid, no table (session 23)", DEFAULT: "hybrid (default)",
+          TABLE_ONLY: "table → LM, no network"}
+"""The rows whose evaluations a target :func:`plot_curves` draws, and their short names."""
 LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8, a close start at λ 1e-5", {}),
     ("every start at λ 1e-3, however close (before session 23)", BEFORE_CLOSE),
@@ -143,10 +149,12 @@ def _breakdown(row: dict[str, Any], evals: np.ndarray, good: np.ndarray) -> None
                no_good_answer_evals_share=float(evals[~good].sum() / total))
 
 
-def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[dict[str, Any]]:
+def rows_for(robot: str, targets: int, checkpoint: Path | None = None,
+             curves: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
     """The multistart's row and the hybrid's variants on one robot, each with its ratios to the multistart
     (and, with ``checkpoint``, the default options seeded by it, alone and with the shipped seed as fallback); the default
-    row also says where its evaluations went (:func:`_breakdown`)."""
+    row also says where its evaluations went (:func:`_breakdown`). ``curves``, when given, receives the evaluations of
+    each target (targets,) of the rows :data:`CURVES` names, by label (for :func:`plot_curves`)."""
     chain = Chain(get_robot(robot))
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
@@ -154,17 +162,22 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
     refiner, before = LMRefiner(chain), LMRefiner(chain, **BEFORE_CLOSE)
     for lm in (refiner, before):
         lm.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
-    multistart = _row(robot, MULTISTART, "none", MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat))
+    multistart_result = MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)
+    multistart = _row(robot, MULTISTART, "none", multistart_result)
     rows = [multistart]
+    if curves is not None:
+        curves[MULTISTART] = multistart_result.function_evals.numpy()
     other = hybrid_fallback_name(robot)
     solvers = [(label, name, HybridIK(network, before, **options)) for label, options in VARIANTS]
     fallback = load_hybrid_fallback(robot) if other is not None else None
     if fallback is not None:
         solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts (session 21)", name,
-                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0, table_seeds=0)),
+                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0, table_seeds=0,
+                              flip_restarts=True)),
                     (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
-                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback, table_seeds=0))]
-    solvers.append((SESSION_23, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0)))
+                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback, table_seeds=0,
+                                                                      flip_restarts=True))]
+    solvers.append((SESSION_23, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0, flip_restarts=True)))
     solvers.append((DEFAULT, name, HybridIK(network, refiner, fallback=fallback)))
     solvers.append((TABLE_ONLY, "none", TableSeededIK(refiner)))
     if checkpoint is not None:
@@ -174,6 +187,8 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
                      HybridIK(given, refiner, fallback=network))]
     for label, seed_name, solver in solvers:
         result = solver.solve(batch.pos, batch.quat)
+        if curves is not None and label in CURVES:
+            curves[label] = result.function_evals.numpy()
         row = _row(robot, label, seed_name, result)
         row["evals_reduction_pct"] = 100.0 * (1.0 - row["evals_mean"] / multistart["evals_mean"])
         row["time_speedup"] = multistart["wall_time_s"] / row["wall_time_s"]
@@ -182,6 +197,42 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None) -> list[d
             _breakdown(row, result.function_evals.double().numpy(), good)
         rows.append(row)
     return rows
+
+
+def plot_curves(curves: dict[str, dict[str, np.ndarray]], path: Path) -> None:
+    """One panel a robot: the share of targets (y, log scale) that took more than a number of evaluations (x, log scale),
+    the tail where the solvers differ most, a curve for each of :data:`CURVES`'s rows (``curves``: robot → label →
+    evaluations of each target); written to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(4, len(curves))
+    rows = (len(curves) + columns - 1) // columns
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False, sharey=True)
+    for axis, (robot, by_label) in zip(axes.flat, curves.items()):
+        for label, name in CURVES.items():
+            if label in by_label:
+                evals = np.sort(by_label[label])
+                beyond = 1.0 - np.arange(1, evals.size + 1) / evals.size  # the share that took more than evals[i]
+                keep = beyond > 0
+                axis.step(np.maximum(evals[keep], 1), beyond[keep], where="post", label=f"{name} ({evals.mean():.1f})")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_title(robot)
+        axis.set_xlabel("evaluations (FK + Jacobian) a target")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=7, loc="lower left")
+    for axis in axes[:, 0]:
+        axis.set_ylabel("share of targets taking more")
+    for axis in list(axes.flat)[len(curves):]:
+        axis.axis("off")
+    figure.suptitle("Share of targets that took more than x evaluations (mean a target in brackets):\nthe hybrid with and "
+                    "without its pose table, the table without the network, multistart-10", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def lm_rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
@@ -258,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--targets must be at least 1")
     if args.network is not None and len(args.robots) != 1:
         parser.error("--network is a checkpoint of one robot: give one --robots name")
-    rows = [row for robot in args.robots for row in rows_for(robot, args.targets, args.network)]
+    curves: dict[str, dict[str, np.ndarray]] = {robot: {} for robot in args.robots}
+    rows = [row for robot in args.robots for row in rows_for(robot, args.targets, args.network, curves[robot])]
     table = markdown(rows)
     lm_rows = [row for robot in args.robots for row in lm_rows_for(robot, args.targets)] if args.lm_variants else []
     if lm_rows:
@@ -270,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
               "tail_from_evaluations": TAIL, "rows": rows, "lm_rows": lm_rows}
     (args.out / "hybrid_cost.json").write_text(json.dumps(record, indent=2) + "\n")
     (args.out / "hybrid_cost.md").write_text(table)
-    print(f"wrote {args.out / 'hybrid_cost.json'} and .md", file=sys.stderr)
+    plot_curves(curves, args.out / "hybrid_cost_curves.png")
+    print(f"wrote {args.out / 'hybrid_cost.json'}, .md and hybrid_cost_curves.png", file=sys.stderr)
     return 0
 
 

@@ -484,6 +484,7 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     assert "Where the default's evaluations went" in (tmp_path / "hybrid_cost.md").read_text()
     assert first_good["evals_reduction_pct"] == pytest.approx(100 * (1 - first_good["evals_mean"] / multistart["evals_mean"]))
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()
+    assert (tmp_path / "hybrid_cost_curves.png").stat().st_size > 10_000  # the tail of each solver's evaluations, drawn
     checkpoint = tmp_path / "other.pt"  # a checkpoint as the seed, alone and with the shipped seed as fallback
     shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)  # several answers: a fallback needs them
     assert bench.main(["--robots", "irb120", "--targets", "40", "--network", str(checkpoint), "--out", str(tmp_path / "fb")]) == 0

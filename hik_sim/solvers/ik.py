@@ -1247,7 +1247,7 @@ class TableSeededIK:
         restarts: seeds after the first (table or random), as :class:`HybridIK`'s ``restarts``.
         seed: seed of the table and of the restarts.
         table_size: configurations in the table.
-        flip_restarts: follow a run from a table seed short of ``finish`` by LM from its flips (:class:`HybridIK`).
+        flip_restarts: follow a run from a table seed short of ``finish`` by LM from its flips (off, as :class:`HybridIK`'s).
         distinct_seeds: as :class:`HybridIK`'s, among the table's seeds.
         finish: when a target needs no further seed.
 
@@ -1256,7 +1256,7 @@ class TableSeededIK:
     """
 
     def __init__(self, refiner: LMRefiner, table_seeds: int = TABLE_SEEDS, restarts: int = RESTARTS, seed: int = 0,
-                 table_size: int = TABLE_SIZE, flip_restarts: bool = True, distinct_seeds: float = DISTINCT_SEEDS,
+                 table_size: int = TABLE_SIZE, flip_restarts: bool = False, distinct_seeds: float = DISTINCT_SEEDS,
                  finish: Tolerance = EXACT) -> None:
         if not (isinstance(table_seeds, int) and table_seeds >= 1) or restarts < 0:
             raise SolverError(f"table_seeds must be an int >= 1 and restarts >= 0, got {table_seeds!r}, {restarts!r}")
@@ -1295,7 +1295,7 @@ class HybridIK:
     there (the compiled run recomputes the pose only inside that Jacobian evaluation; session 22: 1.03
     evaluations a target fewer on the IRB120, the same answers).
 
-    With ``flip_restarts`` (default), an LM run from a network answer that ends short of ``finish``
+    With ``flip_restarts`` (the default until session 24), an LM run from a network answer that ends short of ``finish``
     is followed by LM from its flip about each of the chain's flip symmetries
     (:class:`~hik_sim.kinematics.flips.JointFlips`: the IRB120's wrist, the Panda's shoulder, JVRC-1's
     forearm and wrist), the same pose on the far side of a wrist limit that pinned the run. The
@@ -1303,7 +1303,10 @@ class HybridIK:
     Measured on 5,000 IRB120 targets (seed 777): 17.8 evaluations a target against 25.8 without,
     99.98 % exact either way (docs/benchmarks.md, "Flip restarts"). Such a run that ends held at the
     limit of a joint spanning more than a turn (the IRB120's sixth) is also followed by LM from the
-    same pose a turn back (:meth:`~hik_sim.kinematics.flips.JointFlips.turn`).
+    same pose a turn back (:meth:`~hik_sim.kinematics.flips.JointFlips.turn`). With the pose table (below) the
+    flips no longer pay, so they are off by default since session 24: on 20,000 validation targets with the
+    table, the IRB120 8.18 evaluations a target with them against 8.13 without, the Panda 11.82 against 11.29, the
+    G1 and JVRC-1 the same either way (flipping only the networks' answers, not the table's seeds: 8.21, 11.74).
 
     With ``distinct_seeds`` (default :data:`DISTINCT_SEEDS`), a network answer within that distance of
     one already tried for the target (the answers of a network often repeat one solution branch) is
@@ -1376,7 +1379,7 @@ class HybridIK:
     """
 
     def __init__(self, network: IKNetwork, refiner: LMRefiner, restarts: int = RESTARTS, seed: int = 0,
-                 finish: Tolerance = EXACT, flip_restarts: bool = True, rank_all_answers: bool = False,
+                 finish: Tolerance = EXACT, flip_restarts: bool = False, rank_all_answers: bool = False,
                  face_restarts: bool = False, fallback: IKNetwork | None = None,
                  distinct_seeds: float = DISTINCT_SEEDS, fallback_after: bool = True, table_seeds: int = TABLE_SEEDS,
                  table_size: int = TABLE_SIZE, table_after: int = 1) -> None:
@@ -1569,7 +1572,14 @@ class SingleTargetIK:
         restarts: seeds after the first ones fail: the network's other answers, then random ones (flips not counted).
         seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
         flip_restarts: follow a network answer's (or the home pose's) run that ends short of the tolerance by
-            LM from its flips (:class:`~hik_sim.kinematics.flips.JointFlips`), as :class:`HybridIK` does.
+            LM from its flips (:class:`~hik_sim.kinematics.flips.JointFlips`).
+        table_seeds: after ``q_init`` and the first answer (or home), LM from this many of a
+            :class:`~hik_sim.solvers.pose_table.PoseTable`'s nearest configurations (``table_size`` entries, built with the
+            solver), in restarts' places, as :class:`HybridIK` does. Off by default: one target at a time the table saves
+            evaluations but not time (session 24, 3,000 targets, seed 2030, the `mlp_seed` seeds: the IRB120 20.8 → 12.8
+            evaluations a target, p99 286 → 89, but median 0.031 → 0.038 ms and p99 0.42 → 0.54 ms; the G1 25.1 → 12.4,
+            p99 0.53 → 0.25 ms; TALOS 17.1 → 10.7, p99 0.38 → 0.29 ms; the Panda 27.1 → 18.2, p99 0.49 → 0.41 ms but
+            p95 0.26 → 0.30 ms): a search (~50 µs) costs as much as several compiled LM runs.
 
     Raises:
         HikError: a network with fixed joints.
@@ -1578,7 +1588,7 @@ class SingleTargetIK:
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = SINGLE_TARGET_RESTARTS,
-                 seed: int = 0, flip_restarts: bool = True) -> None:
+                 seed: int = 0, flip_restarts: bool = True, table_seeds: int = 0, table_size: int = TABLE_SIZE) -> None:
         from hik_sim.solvers.single_target import SingleTargetLM
 
         if network is not None:
@@ -1594,6 +1604,10 @@ class SingleTargetIK:
             self.fast_network = FastIKNetwork.from_network(network)  # the network's seed without torch at batch 1
         self.rng = restart_rng(seed)
         self.flips = JointFlips(chain) if flip_restarts else None
+        if not (isinstance(table_seeds, int) and table_seeds >= 0):
+            raise SolverError(f"table_seeds must be an int >= 0, got {table_seeds!r}")
+        self.table_seeds = table_seeds
+        self.table = PoseTable(chain, JointSelection.for_chain(chain), table_size, seed, rotation_weight) if table_seeds else None
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """The batch interface: each target in turn through :meth:`solve_one` (each from its ``q_init`` row when given).
@@ -1653,7 +1667,25 @@ class SingleTargetIK:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
         # Flipped when short: the network's answers, or the home configuration; not q_init (the arm would swap
         # branches while tracking), not the random restarts (measured: that cost more than it saved).
-        flipped = range(1 if q_init is not None else 0, len(seeds)) if self.flips is not None else range(0)
+        flipped = set(range(1 if q_init is not None else 0, len(seeds))) if self.flips is not None else set()
+        if self.table is not None and restarts + len(seeds) > 1:
+            # the table's nearest after q_init and the first seed that is not q_init (the network's answer, or home); they
+            # take restarts' places (the network's other answers and the random restarts go after them), flipped alike
+            table = self.table
+            near: list[np.ndarray] = []
+
+            def nearest(k: int) -> np.ndarray:
+                if not near:
+                    near.extend(table.nearest_one(pos, quat, self.table_seeds))
+                return near[k]
+
+            at = min(2 if q_init is not None else 1, len(seeds))  # after q_init and the first answer (or home)
+            count = min(self.table_seeds, restarts + len(seeds) - at)
+            seeds[at:at] = [functools.partial(nearest, k) for k in range(count)]
+            flipped = {i if i < at else i + count for i in flipped} | ({*range(at, at + count)} if self.flips is not None else set())
+            drop = max(0, count - restarts)  # the table's seeds took the places of random restarts, then of the last answers
+            restarts -= count - drop
+            del seeds[len(seeds) - drop:]
         seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
         best: LMAnswer | None = None
         iterations, fk_evals, jac_evals = 0, 0, 0

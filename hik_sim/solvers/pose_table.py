@@ -48,12 +48,12 @@ def table_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(TABLE_STREAM,)))
 
 
-def _rotation_matrices(quat: torch.Tensor) -> torch.Tensor:
+def _rotation_matrices(quat: np.ndarray) -> np.ndarray:
     """Unit quaternions (B, 4) wxyz → their rotation matrices, flattened row by row (B, 9)."""
-    w, x, y, z = quat.unbind(-1)
-    return torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), dim=-1)
+    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    return np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                     2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                     2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)
 
 
 _BUILT: OrderedDict[tuple[object, ...], tuple[torch.Tensor, cKDTree]] = OrderedDict()
@@ -83,9 +83,9 @@ class PoseTable:
         self.scale = rotation_weight / math.sqrt(2.0)
         self._configurations, self._tree = self._build()
 
-    def _keys(self, pos: torch.Tensor, quat: torch.Tensor) -> np.ndarray:
+    def _keys(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         """Search keys (B, 12) of poses (B, 3) [m], (B, 4) wxyz."""
-        return torch.cat((pos.double(), self.scale * _rotation_matrices(quat.double())), dim=1).numpy()
+        return np.concatenate((pos, self.scale * _rotation_matrices(quat)), axis=1)
 
     def _build(self) -> tuple[torch.Tensor, cKDTree]:
         """Draw the configurations (n, joints), reach their poses and index them; a table already built in this process
@@ -102,7 +102,7 @@ class PoseTable:
         drawn = torch.from_numpy(table_rng(self.seed).uniform(lower, upper, size=(self.size, chain.dof)))
         configurations = self.selection.expand(self.selection.free(drawn))
         pose = chain.fk(configurations)
-        _BUILT[key] = configurations, cKDTree(self._keys(pose.pos, pose.quat))
+        _BUILT[key] = configurations, cKDTree(self._keys(pose.pos.numpy(), pose.quat.numpy()))
         while len(_BUILT) > _KEEP:
             _BUILT.popitem(last=False)
         return _BUILT[key]
@@ -122,6 +122,14 @@ class PoseTable:
             raise SolverError(f"count must be an int in [1, {self.size}], got {count!r}")
         if pos.shape[0] == 0:
             return torch.zeros(0, count, self.chain.dof, dtype=torch.float64)
-        _, index = self._tree.query(self._keys(pos, quat), k=count)
+        _, index = self._tree.query(self._keys(pos.double().numpy(), quat.double().numpy()), k=count)
         index = torch.from_numpy(np.asarray(index, dtype=np.int64).reshape(pos.shape[0], count))
         return self._configurations[index]
+
+    def nearest_one(self, pos: np.ndarray, quat: np.ndarray, count: int) -> np.ndarray:
+        """:meth:`nearest` for one target, without torch (a control loop's path): ``pos`` (3,) [m], ``quat`` (4,) wxyz
+        float64 → (count, n) float64 configurations, nearest first."""
+        if not (isinstance(count, int) and 1 <= count <= self.size):
+            raise SolverError(f"count must be an int in [1, {self.size}], got {count!r}")
+        _, index = self._tree.query(self._keys(pos[None], quat[None])[0], k=count)
+        return self._configurations.numpy()[np.atleast_1d(index)]
