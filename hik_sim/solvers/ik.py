@@ -1323,7 +1323,7 @@ class HybridIK:
     and the G1 23.72 → 19.56; the same success.
 
     With ``table_seeds`` > 0 (default :data:`TABLE_SEEDS`), a target that its first ``table_after`` seeds (default 1: the
-    good answer, or the best-scored one where none is good, and their flips) leave short of ``finish`` runs LM next from
+    good answer, or the best-scored one where none is good; with flips, and their flips) leave short of ``finish`` runs LM next from
     the ``table_seeds`` configurations of a :class:`~hik_sim.solvers.pose_table.PoseTable` (``table_size`` random
     configurations, drawn from their own stream with ``seed``, built with the solver) whose poses are nearest the
     target, before the network's other answers; they take restarts' rounds (the same number of seeds in all). A network
@@ -1331,7 +1331,8 @@ class HybridIK:
     nearby pose reached by a known configuration is a good start there, where a random one rarely is. Measured on
     20,000 validation targets (seeds 2026–2029, session 24): evaluations a target 10.09 → 8.18 on the IRB120 (5 targets
     left short of exact → 0), the Panda 13.67 → 11.82, the G1 18.39 → 11.52, TALOS 6.76 → 6.36, Romeo 7.15 → 6.65, the
-    iCub 6.25 → 5.98, JVRC-1 6.21 → 6.12; after 2 seeds 8.49 and after 4 8.98 on the IRB120; 2 table seeds 8.42, 8 8.11.
+    iCub 6.25 → 5.98, JVRC-1 6.21 → 6.12; after 2 seeds 8.49 and after 4 8.98 on the IRB120; 2 table seeds 8.42, 8 8.11
+    (all with flip restarts; without them, the default since, the IRB120 8.13, the Panda 11.29).
 
     A network with H > 1 answers: by default (``rank_all_answers=False``) its answers are checked by
     FK one at a time, in :func:`head_order` (the head most often best first), and LM starts from the
