@@ -14,7 +14,7 @@ from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import JointSelection, make_eval_set
 from hik_sim.solvers.ik import HybridIK, LMRefiner, TableSeededIK, _random_configurations, _restarts, restart_rng
-from hik_sim.solvers.pose_table import PoseTable
+from hik_sim.solvers.pose_table import SEARCH_EPS, PoseTable
 from hik_sim.solvers.registry import make_solver
 
 
@@ -45,17 +45,25 @@ def _poses(chain: Chain, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_the_nearest_entries_are_those_of_least_position_and_weighted_rotation_distance(irb120: Chain) -> None:
-    """Against a brute-force search: the k nearest by √(position distance² + (weight · angle)²) (the key's distance is
-    that for small angles; checked on the chord: ‖R₁ − R₂‖_F = 2√2 sin(θ/2)), nearest first."""
-    table = PoseTable(irb120, JointSelection.for_chain(irb120), size=3000, seed=5, rotation_weight=0.2)
+    """Against a brute-force search: with ``eps=0`` the k nearest by √(position distance² + (weight · angle)²) (the key's
+    distance is that for small angles; checked on the chord: ‖R₁ − R₂‖_F = 2√2 sin(θ/2)), nearest first; with the
+    default approximate search (:data:`SEARCH_EPS`), each entry within (1 + eps) of the true one's distance."""
+    exact = PoseTable(irb120, JointSelection.for_chain(irb120), size=3000, seed=5, rotation_weight=0.2, eps=0.0)
+    approximate = PoseTable(irb120, JointSelection.for_chain(irb120), size=3000, seed=5, rotation_weight=0.2)
+    assert approximate.eps == SEARCH_EPS > 0
     targets = make_eval_set(irb120, 17, 20).batch
-    found = table.nearest(targets.pos, targets.quat, 4)
-    entries = irb120.fk(table._configurations)
+    found, near = exact.nearest(targets.pos, targets.quat, 4), approximate.nearest(targets.pos, targets.quat, 4)
+    entries = irb120.fk(exact._configurations)
     for b in range(20):
         pos_d = position_error(entries.pos, targets.pos[b].expand_as(entries.pos))
         angle = rotation_error(entries.quat, targets.quat[b].expand_as(entries.quat))
         distance = torch.sqrt(pos_d**2 + (0.2 * 2 * torch.sin(angle / 2)) ** 2)
-        assert torch.equal(found[b], table._configurations[distance.argsort()[:4]])
+        ranked = distance.argsort()
+        assert torch.equal(found[b], exact._configurations[ranked[:4]])
+        reached = irb120.fk(near[b])
+        near_distance = torch.sqrt(position_error(reached.pos, targets.pos[b].expand(4, 3)) ** 2
+                                   + (0.2 * 2 * torch.sin(rotation_error(reached.quat, targets.quat[b].expand(4, 4)) / 2)) ** 2)
+        assert bool((near_distance <= (1 + SEARCH_EPS) * distance[ranked[:4]] + 1e-12).all())
 
 
 def test_held_joints_stay_at_their_values(irb120: Chain) -> None:
@@ -82,9 +90,9 @@ def test_lm_from_the_nearest_entry_reaches_far_more_targets_than_from_a_random_s
 
 def test_bad_sizes_and_counts_are_refused(irb120: Chain) -> None:
     selection = JointSelection.for_chain(irb120)
-    for size, weight in ((0, 0.2), (10, 0.0), (2.5, 0.2)):
+    for size, weight, eps in ((0, 0.2, 0.5), (10, 0.0, 0.5), (2.5, 0.2, 0.5), (10, 0.2, -1.0)):
         with pytest.raises(HikError, match="size"):
-            PoseTable(irb120, selection, size=size, rotation_weight=weight)  # type: ignore[arg-type]
+            PoseTable(irb120, selection, size=size, rotation_weight=weight, eps=eps)  # type: ignore[arg-type]
     table = PoseTable(irb120, selection, size=10)
     for count in (0, 11):
         with pytest.raises(HikError, match="count"):
@@ -166,13 +174,14 @@ def test_the_single_target_solver_runs_the_tables_seeds_after_q_init_and_the_fir
     """``SingleTargetIK(table_seeds=2)`` on an unreachable target (every run ends short): the starts are ``q_init``, the
     network's first answer, the table's two nearest, then its other answers and random ones, as many runs in all as
     without the table; on 200 reachable targets with the same 5 restarts it solves every target and spends fewer
-    evaluations than without (off by default: not less time)."""
+    evaluations than without."""
     from hik_sim.policies import load_pretrained
     from hik_sim.solvers.ik import SingleTargetIK
 
     network = load_pretrained("irb120", "harmoatt_4answers")
-    solver = SingleTargetIK(irb120, network, table_seeds=2, restarts=5, flip_restarts=False)
-    assert SingleTargetIK(irb120, network).table is None  # off by default
+    solver = SingleTargetIK(irb120, network, table_seeds=2, restarts=5)
+    default = SingleTargetIK(irb120, network)
+    assert default.table is not None and default.table_seeds == 4 and default.flips is None  # since session 24
     starts: list[np.ndarray] = []
     refine = solver.lm.refine
 
@@ -193,6 +202,6 @@ def test_the_single_target_solver_runs_the_tables_seeds_after_q_init_and_the_fir
     np.testing.assert_allclose(np.stack(starts[4:7]), np.stack(answers[1:4]))
     targets = make_eval_set(irb120, 41, 200).batch
     with_table = solver.solve(targets.pos, targets.quat)
-    without = SingleTargetIK(irb120, network, restarts=5, flip_restarts=False).solve(targets.pos, targets.quat)
+    without = SingleTargetIK(irb120, network, restarts=5, table_seeds=0).solve(targets.pos, targets.quat)
     assert bool(with_table.success.all()) and int(with_table.success.sum()) >= int(without.success.sum())
     assert float(with_table.function_evals.double().mean()) < float(without.function_evals.double().mean())

@@ -1556,10 +1556,11 @@ class SingleTargetIK:
     The same LM as :class:`LMRefiner` (damping, limits, stopping rule) in numpy on MuJoCo's C
     kinematics, no torch in the loop. Seeds, in order: ``q_init`` (the current joints while
     tracking: continuity, no jumps between solution branches), the network's answer (when a
-    network is given), its other answers (a network with several hypotheses, best first), then
-    random configurations, until one succeeds. A run from a network answer (or the home pose) that
-    ends short is followed by LM from its flips (``flip_restarts``); the runs from ``q_init`` and
-    from random restarts are not.
+    network is given; else the home configuration), the nearest configurations of a pose table
+    (``table_seeds``), the network's other answers (a network with several hypotheses, best first), then
+    random configurations, until one succeeds. With ``flip_restarts`` a run from a network answer (or the
+    home pose) that ends short is followed by LM from its flips; the runs from ``q_init``, the table's
+    seeds and random restarts are not.
 
     The network runs as a :class:`~hik_sim.learning.fast_network.FastIKNetwork` (tens of µs for one pose
     instead of torch's 0.2–2 ms; the float64 forward pass of the same weights, its answers ranked
@@ -1574,14 +1575,16 @@ class SingleTargetIK:
         restarts: seeds after the first ones fail: the network's other answers, then random ones (flips not counted).
         seed: seed of the random restarts (their stream is :func:`restart_rng`'s, never a target stream).
         flip_restarts: follow a network answer's (or the home pose's) run that ends short of the tolerance by
-            LM from its flips (:class:`~hik_sim.kinematics.flips.JointFlips`).
+            LM from its flips (:class:`~hik_sim.kinematics.flips.JointFlips`); off by default since session 24, as
+            :class:`HybridIK`'s: with the table they no longer pay.
         table_seeds: after ``q_init`` and the first answer (or home), LM from this many of a
             :class:`~hik_sim.solvers.pose_table.PoseTable`'s nearest configurations (``table_size`` entries, built with the
-            solver), in restarts' places, as :class:`HybridIK` does. Off by default: one target at a time the table saves
-            evaluations but not time (session 24, 3,000 targets, seed 2030, the `mlp_seed` seeds: the IRB120 20.8 → 12.8
-            evaluations a target, p99 286 → 89, but median 0.031 → 0.038 ms and p99 0.42 → 0.54 ms; the G1 25.1 → 12.4,
-            p99 0.53 → 0.25 ms; TALOS 17.1 → 10.7, p99 0.38 → 0.29 ms; the Panda 27.1 → 18.2, p99 0.49 → 0.41 ms but
-            p95 0.26 → 0.30 ms): a search (~50 µs) costs as much as several compiled LM runs.
+            solver; searched only for a target that gets there; not flipped), in restarts' places, as :class:`HybridIK`
+            does (0: none). Measured (session 24, 3,000 targets a robot, seed 2030, each robot's ``mlp_seed``, quiet, a
+            development script), the default (4 table seeds, no flips) against session 23's (no table, flips): the
+            IRB120 12.4 against 20.8 evaluations a target, median 0.032 against 0.031 ms, p95 0.15 against 0.18, p99
+            0.23 against 0.42, mean 0.049 against 0.054; the Panda 16.1 against 27.1, p99 0.22 against 0.47 ms; the G1
+            (no flip triple) 12.4 against 25.1, p99 0.20 against 0.52 ms; every target solved.
 
     Raises:
         HikError: a network with fixed joints.
@@ -1590,7 +1593,7 @@ class SingleTargetIK:
 
     def __init__(self, chain: Chain, network: IKNetwork | None = None, tolerance: Tolerance | None = None,
                  max_iterations: int = 30, rotation_weight: float = 0.2, restarts: int = SINGLE_TARGET_RESTARTS,
-                 seed: int = 0, flip_restarts: bool = True, table_seeds: int = 0, table_size: int = TABLE_SIZE) -> None:
+                 seed: int = 0, flip_restarts: bool = False, table_seeds: int = TABLE_SEEDS, table_size: int = TABLE_SIZE) -> None:
         from hik_sim.solvers.single_target import SingleTargetLM
 
         if network is not None:
@@ -1669,24 +1672,15 @@ class SingleTargetIK:
             seeds.append(lambda: np.asarray(self.chain.robot.home, dtype=float))
         # Flipped when short: the network's answers, or the home configuration; not q_init (the arm would swap
         # branches while tracking), not the random restarts (measured: that cost more than it saved).
-        flipped = set(range(1 if q_init is not None else 0, len(seeds))) if self.flips is not None else set()
+        flipped = range(1 if q_init is not None else 0, len(seeds)) if self.flips is not None else range(0)
+        # The table's nearest after q_init and the first seed that is not q_init (the network's answer, or home); they take
+        # restarts' places (and, past those, the network's last answers'); only searched for a target that gets there.
+        table_at, table_count = len(seeds), 0
         if self.table is not None and restarts + len(seeds) > 1:
-            # the table's nearest after q_init and the first seed that is not q_init (the network's answer, or home); they
-            # take restarts' places (the network's other answers and the random restarts go after them), flipped alike
-            table = self.table
-            near: list[np.ndarray] = []
-
-            def nearest(k: int) -> np.ndarray:
-                if not near:
-                    near.extend(table.nearest_one(pos, quat, self.table_seeds))
-                return near[k]
-
-            at = min(2 if q_init is not None else 1, len(seeds))  # after q_init and the first answer (or home)
-            count = min(self.table_seeds, restarts + len(seeds) - at)
-            seeds[at:at] = [functools.partial(nearest, k) for k in range(count)]
-            flipped = {i if i < at else i + count for i in flipped} | ({*range(at, at + count)} if self.flips is not None else set())
-            drop = max(0, count - restarts)  # the table's seeds took the places of random restarts, then of the last answers
-            restarts -= count - drop
+            table_at = min(2 if q_init is not None else 1, len(seeds))
+            table_count = min(self.table_seeds, restarts + len(seeds) - table_at)
+            drop = max(0, table_count - restarts)
+            restarts -= table_count - drop
             del seeds[len(seeds) - drop:]
         seeds += [lambda: self.rng.uniform(self.lm.lower, self.lm.upper)] * restarts
         best: LMAnswer | None = None
@@ -1704,7 +1698,19 @@ class SingleTargetIK:
             done = best.pos_err < self.tolerance.position and best.rot_err < self.tolerance.rotation
             return answer
 
+        def run_table() -> None:
+            """LM from the table's ``table_count`` nearest configurations in turn, until one is within the tolerance."""
+            assert self.table is not None
+            for start_q in self.table.nearest_one(pos, quat, table_count):
+                run(start_q)
+                if done:
+                    break
+
         for index, make_seed in enumerate(seeds):
+            if index == table_at and table_count:
+                run_table()
+                if done:
+                    break
             reached = run(make_seed()).q
             if not done and index in flipped:
                 assert self.flips is not None  # flipped is empty without flips
@@ -1714,6 +1720,8 @@ class SingleTargetIK:
                         break
             if done:
                 break
+        if not done and table_count and table_at == len(seeds):  # no seed after the table's
+            run_table()
         if answers and hypotheses > 1:  # ordering the network's H answers cost H FK
             fk_evals += hypotheses
         if answers:  # and what the network spent on its own (a behind_turn network's pose beyond the first joint's range)

@@ -33,10 +33,17 @@ from hik_sim.errors import SolverError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.data import JointSelection
 
-__all__ = ["PoseTable", "TABLE_SIZE", "TABLE_STREAM", "table_rng"]
+__all__ = ["PoseTable", "SEARCH_EPS", "TABLE_SIZE", "TABLE_STREAM", "table_rng"]
 
 TABLE_SIZE = 100_000
 """Configurations in a :class:`PoseTable` by default (14 MB of keys and configurations, 0.3 s to build)."""
+
+SEARCH_EPS = 0.5
+"""The search's tolerance: the k-th entry returned is within (1 + eps) times the distance of the true k-th nearest
+(:meth:`scipy.spatial.cKDTree.query`'s ``eps``; 0: exact). Chosen on 20,000 validation targets a robot (session 24):
+0.5 searches 250 targets 2.7× faster than an exact search (2.2 against 6.0 ms; 98.8 % the same nearest entry) for the
+same evaluations (the hybrid's IRB120 8.126 against 8.125 a target, the Panda 11.30 against 11.29, the G1 11.50
+against 11.52); 1.0 is 4.6× faster but cost the G1 (11.89, one target short of exact)."""
 
 TABLE_STREAM = 0x7AB1E5
 """The spawn key of :func:`table_rng`'s stream (the restarts' is :data:`hik_sim.solvers.ik.RESTART_STREAM`)."""
@@ -70,16 +77,18 @@ class PoseTable:
         size: configurations in the table (≥ 1).
         seed: seed of the configurations (:func:`table_rng`).
         rotation_weight: metres a radian of rotation counts as in the search (the LM's weight).
+        eps: the search's tolerance (:data:`SEARCH_EPS`).
 
     Raises:
-        SolverError: ``size`` < 1 or ``rotation_weight`` not positive.
+        SolverError: ``size`` < 1, ``rotation_weight`` not positive or ``eps`` negative.
     """
 
     def __init__(self, chain: Chain, selection: JointSelection, size: int = TABLE_SIZE, seed: int = 0,
-                 rotation_weight: float = 0.2) -> None:
-        if not (isinstance(size, int) and size >= 1) or not rotation_weight > 0:
-            raise SolverError(f"a pose table needs size >= 1 and a positive rotation_weight, got {size!r}, {rotation_weight!r}")
-        self.chain, self.selection, self.size, self.seed = chain, selection, size, seed
+                 rotation_weight: float = 0.2, eps: float = SEARCH_EPS) -> None:
+        if not (isinstance(size, int) and size >= 1) or not rotation_weight > 0 or not eps >= 0:
+            raise SolverError(f"a pose table needs size >= 1, a positive rotation_weight and eps >= 0, got {size!r}, "
+                              f"{rotation_weight!r}, {eps!r}")
+        self.chain, self.selection, self.size, self.seed, self.eps = chain, selection, size, seed, eps
         self.scale = rotation_weight / math.sqrt(2.0)
         self._configurations, self._tree = self._build()
 
@@ -122,7 +131,7 @@ class PoseTable:
             raise SolverError(f"count must be an int in [1, {self.size}], got {count!r}")
         if pos.shape[0] == 0:
             return torch.zeros(0, count, self.chain.dof, dtype=torch.float64)
-        _, index = self._tree.query(self._keys(pos.double().numpy(), quat.double().numpy()), k=count)
+        _, index = self._tree.query(self._keys(pos.double().numpy(), quat.double().numpy()), k=count, eps=self.eps)
         index = torch.from_numpy(np.asarray(index, dtype=np.int64).reshape(pos.shape[0], count))
         return self._configurations[index]
 
@@ -131,5 +140,5 @@ class PoseTable:
         float64 → (count, n) float64 configurations, nearest first."""
         if not (isinstance(count, int) and 1 <= count <= self.size):
             raise SolverError(f"count must be an int in [1, {self.size}], got {count!r}")
-        _, index = self._tree.query(self._keys(pos[None], quat[None])[0], k=count)
+        _, index = self._tree.query(self._keys(pos[None], quat[None])[0], k=count, eps=self.eps)
         return self._configurations.numpy()[np.atleast_1d(index)]
