@@ -87,13 +87,15 @@ def test_the_hybrid_is_seeded_by_the_networks_that_cost_it_fewer_evaluations(rob
     """hybrid_seed_name's and hybrid_fallback_name's choice, in numbers, on every robot: the registry's batched
     hybrid solves as many of 2,000 reachable targets (seed 99, success_rate.py's) as seeded by any other of
     ``harmoatt``, ``harmoatt_4answers`` (and the fallback network alone), for fewer evaluations a target (the
-    four answers everywhere but the iCub; on the IRB120 the 148 k network with the map network as fallback)."""
+    four answers everywhere; on the IRB120 the 148 k network with the map network as fallback). The iCub's since
+    session 24: within 2 % of ``harmoatt``'s evaluations (6.38 against 6.36) for a network under a quarter its size
+    (less than half the hybrid's time, measured in docs/benchmarks.md, not here)."""
     from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name
     from hik_sim.solvers.ik import HybridIK, LMRefiner
     from hik_sim.solvers.registry import make_solver
 
     chosen, fallback = hybrid_seed_name(robot), hybrid_fallback_name(robot)
-    assert chosen == ("harmoatt" if robot == "icub" else "harmoatt_4answers")
+    assert chosen == "harmoatt_4answers"
     assert fallback == ("harmoatt_4answers_map" if robot == "irb120" else None)
     others = {"harmoatt", "harmoatt_4answers"} - {chosen} if fallback is None else {"harmoatt", chosen, fallback}
     chain = Chain(robot_by_id(robot))
@@ -102,7 +104,12 @@ def test_the_hybrid_is_seeded_by_the_networks_that_cost_it_fewer_evaluations(rob
     for name in sorted(others):
         alternative = HybridIK(load_pretrained(robot, name), LMRefiner(chain)).solve(targets.pos, targets.quat)
         assert seeded.success.float().mean() >= min(alternative.success.float().mean(), 0.9975), name
-        assert float(seeded.function_evals.double().mean()) < float(alternative.function_evals.double().mean()), name
+        cost, other_cost = float(seeded.function_evals.double().mean()), float(alternative.function_evals.double().mean())
+        if robot == "icub":  # about the same evaluations for a far smaller network
+            weights = {n: sum(p.numel() for p in load_pretrained(robot, n).model.parameters()) for n in (chosen, name)}
+            assert cost < 1.02 * other_cost and 4 * weights[chosen] < weights[name], name
+        else:
+            assert cost < other_cost, name
 
 
 def test_the_irb120s_single_target_lm_is_seeded_by_a_small_mlp_that_saves_evaluations() -> None:

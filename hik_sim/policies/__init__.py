@@ -25,7 +25,7 @@ def pretrained_names() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
 
 
-HYBRID_SEEDS: dict[str, str] = dict.fromkeys(("irb120", "panda", "talos", "romeo", "g1", "jvrc1"), "harmoatt_4answers")
+HYBRID_SEEDS: dict[str, str] = dict.fromkeys(("irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"), "harmoatt_4answers")
 """Robots whose hybrid solver is seeded by another shipped network than ``harmoatt``."""
 
 
@@ -36,15 +36,20 @@ def hybrid_seed_name(robot: str) -> str:
     reachable targets, seed 99 — not the hybrid table's targets —, 49 restarts, the first good
     answer taken; ``python benchmarks/success_rate.py --robots ... --restarts 49 --seed-network NAME
     --out benchmarks/results/seed_choice/s19/NAME``, session 19). ``harmoatt_4answers`` on every robot
-    but the iCub: the 148 k four-answer networks (sessions 16–18), whose first good answer sits on the
+    (the iCub since session 24, below): the 148 k four-answer networks (sessions 16–18), whose first good answer sits on the
     right IK branch more often and whose other answers serve as the first restarts: evaluations a
     target against ``harmoatt``'s: IRB120 15.3 / 24.8 (its map network, ``harmoatt_4answers_map`` since
     session 21, when :func:`hybrid_fallback_name` paired it with a 148 k network), Panda 15.2 / 33.8, TALOS 9.3 / 21.4, Romeo
     9.1 / 12.1, G1 26.9 / 32.9, JVRC-1 7.3 / 13.4, every target solved either way but the IRB120's 1 and
     3, the Panda's 0 and 1, the G1's 0 and 1; the Panda's, TALOS's and Romeo's networks shipped later
     that session 16.9 (one target left), 8.7 and 8.8 (``benchmarks/results/budget60/s19/seed_choice_*``).
-    ``harmoatt`` on the iCub (6.4 against 7.6 for its 666 k four-answer network). Before session 19 (all answers ranked, the older networks) only the IRB120
-    and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13).
+    ``harmoatt`` on the iCub until session 24 (6.4 against 7.6 for its 666 k four-answer network then); since, with
+    the hybrid's pose table, the iCub's 148 k four-answer network of session 21 too: about the same evaluations as
+    the 654 k ``harmoatt`` (20,000 validation targets, seeds 2026–2029: 6.07 against 5.97; the 2,000 seed-99 targets:
+    6.38 against 6.36) in less than half the time (47.5 against 104.6 ms for 5,000 targets, 2 cores, quiet).
+    Before session 19 (all answers ranked, the older networks) only the IRB120
+    and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13). A robot without a shipped
+    ``harmoatt_4answers`` (a user's URDF) uses ``harmoatt``.
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
 
