@@ -13,7 +13,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import JointSelection, make_eval_set
-from hik_sim.solvers.ik import HybridIK, LMRefiner, TableSeededIK, _random_configurations, _restarts, restart_rng
+from hik_sim.solvers.ik import HybridIK, LMRefiner, TableSeededIK, _Added, _Choice, _random_configurations, _restarts, restart_rng
 from hik_sim.solvers.pose_table import SEARCH_EPS, PoseTable
 from hik_sim.solvers.registry import make_solver
 
@@ -64,6 +64,22 @@ def test_the_nearest_entries_are_those_of_least_position_and_weighted_rotation_d
         near_distance = torch.sqrt(position_error(reached.pos, targets.pos[b].expand(4, 3)) ** 2
                                    + (0.2 * 2 * torch.sin(rotation_error(reached.quat, targets.quat[b].expand(4, 4)) / 2)) ** 2)
         assert bool((near_distance <= (1 + SEARCH_EPS) * distance[ranked[:4]] + 1e-12).all())
+
+
+def test_the_keys_rotation_matrices_are_the_kinematics_ones() -> None:
+    """The table's NumPy quaternion → matrix (kept for one target a call) is ``quaternion_to_matrix``'s, and one target
+    searched alone finds what it finds in a batch."""
+    from hik_sim.kinematics.rotations import quaternion_to_matrix
+    from hik_sim.solvers.pose_table import _rotation_matrices
+
+    quat = torch.nn.functional.normalize(torch.randn(50, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64), dim=1)
+    np.testing.assert_allclose(_rotation_matrices(quat.numpy()), quaternion_to_matrix(quat).reshape(50, 9).numpy(), atol=1e-15)
+    chain = Chain(robot_by_id("irb120"))
+    table = PoseTable(chain, JointSelection.for_chain(chain), size=2000)
+    targets = make_eval_set(chain, 9, 10).batch
+    batched = table.nearest(targets.pos, targets.quat, 3)
+    for b in range(10):
+        np.testing.assert_array_equal(table.nearest_one(targets.pos[b].numpy(), targets.quat[b].numpy(), 3), batched[b].numpy())
 
 
 def test_held_joints_stay_at_their_values(irb120: Chain) -> None:
@@ -118,7 +134,7 @@ class _RecordingRefiner(LMRefiner):
 
 
 def test_inserted_seeds_run_after_the_first_given_one_for_the_targets_still_short(irb120: Chain) -> None:
-    """``insert=(1, seeds_for)``: asked once, after the first given seed's run, for the targets it left short; their
+    """``added=(_Added(1, seeds_for),)``: asked once, after the first given seed's run, for the targets it left short; their
     seeds run next, then the rest of the given seeds, then random ones; the same rounds in all."""
     pos = torch.tensor([[5.0, 0.0, 0.5]] * 3, dtype=torch.float64)  # unreachable: every run ends short
     quat = torch.tensor([[1.0, 0.0, 0.0, 0.0]] * 3, dtype=torch.float64)
@@ -126,12 +142,13 @@ def test_inserted_seeds_run_after_the_first_given_one_for_the_targets_still_shor
     more = irb120.sample(6, torch.Generator().manual_seed(52), torch.float64).view(3, 2, 6)
     calls: list[list[int]] = []
 
-    def seeds_for(index: torch.Tensor) -> torch.Tensor:
+    def seeds_for(index: torch.Tensor) -> _Choice:
         calls.append(index.tolist())
-        return more[index]
+        nothing = torch.zeros(index.numel(), 2, dtype=torch.bool)
+        return _Choice(more[index], torch.zeros(index.numel(), dtype=torch.int64), nothing[:, 0], nothing)
 
     refiner = _RecordingRefiner(irb120)
-    _restarts(refiner, pos, quat, given, 6, restart_rng(0), insert=(1, seeds_for))
+    _restarts(refiner, pos, quat, given, 6, restart_rng(0), added=(_Added(1, seeds_for),))
     assert calls == [[0, 1, 2]]
     expected = [given[:, 0], more[:, 0], more[:, 1], given[:, 1]]
     for run, seeds in zip(refiner.seeds, expected):

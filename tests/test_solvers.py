@@ -18,7 +18,7 @@ from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import DISTINCT_SEEDS, _Choice, _first_good, _random_configurations, _restarts
+from hik_sim.solvers.ik import DISTINCT_SEEDS, _Added, _Choice, _first_good, _random_configurations, _restarts
 from hik_sim.solvers.ik import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance,
                                 check_targets, first_good_answers, head_order, restart_rng, rotation_residual)
 from hik_sim.kinematics.tolerances import EXACT, SUCCESS
@@ -516,7 +516,7 @@ def test_an_answer_next_to_one_already_tried_is_replaced_by_a_random_restart(irb
 
 
 def test_seeds_added_once_the_given_ones_are_spent_run_before_random_restarts(irb120: Chain) -> None:
-    """``extend``: called once, for the targets still short when the given seeds are spent; its seeds run next (in the
+    """``added`` at None: called once, for the targets still short when the given seeds are spent; its seeds run next (in the
     following rounds), the FK it spent counted; only then random seeds."""
     pos, quat = _unreachable(3)
     given = irb120.sample(3, torch.Generator().manual_seed(41), torch.float64)
@@ -529,7 +529,7 @@ def test_seeds_added_once_the_given_ones_are_spent_run_before_random_restarts(ir
         return _Choice(more[index], spent, torch.zeros(index.numel(), dtype=torch.bool), torch.ones(index.numel(), 2, dtype=torch.bool))
 
     refiner = _RecordingRefiner(irb120)
-    result = _restarts(refiner, pos, quat, given, 5, restart_rng(0), extend=extend)
+    result = _restarts(refiner, pos, quat, given, 5, restart_rng(0), added=(_Added(None, extend),))
     assert len(calls) == 1 and calls[0].tolist() == [0, 1, 2]
     assert torch.equal(refiner.seeds[0], irb120.clamp(given))
     assert torch.equal(refiner.seeds[1], irb120.clamp(more[:, 0])) and torch.equal(refiner.seeds[2], irb120.clamp(more[:, 1]))

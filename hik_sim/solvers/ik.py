@@ -960,9 +960,7 @@ class MultistartIK:
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
               rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT,
               flips: JointFlips | None = None, facing: FirstJointSymmetry | None = None,
-              evaluated: torch.Tensor | None = None, distinct: float = 0.0,
-              extend: "Callable[[torch.Tensor], _Choice] | None" = None,
-              insert: "tuple[int, Callable[[torch.Tensor], torch.Tensor]] | None" = None) -> IKResult:
+              evaluated: torch.Tensor | None = None, distinct: float = 0.0, added: "Sequence[_Added]" = ()) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
     when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept. The
@@ -984,14 +982,10 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     one of ``first``'s seeds before it for the same target is replaced by a random seed (not flipped): LM
     from it would most likely end where the run from the earlier one did.
 
-    With ``extend``, once ``first``'s seeds are spent, the targets still short of ``finish`` (indices (b,)) get
-    more seeds from ``extend(indices)`` (a :class:`_Choice`: its seeds go on as ``first``'s, in the same
-    rounds, flipped alike; the FK it spent is counted) before the random ones.
-
-    With ``insert`` ``(at, seeds_for)``, once ``at`` of ``first``'s seeds have run (or all of them, where it has
-    fewer), the targets still short of ``finish`` (indices (b,)) run ``seeds_for(indices)`` ((b, k, n), no FK spent
-    choosing them: a :class:`~hik_sim.solvers.pose_table.PoseTable`'s nearest) next, as ``first``'s seeds (flipped
-    alike, the same rounds), before the rest of ``first``'s."""
+    Each of ``added`` (:class:`_Added`, in order), when the rounds reach its ``at`` (``at`` of ``first``'s seeds run, or
+    all of them where it has fewer; None: once they are spent), gives the targets still short of ``finish`` (indices
+    (b,)) more seeds, ``seeds_for(indices)`` (a :class:`_Choice`): they run next, as ``first``'s seeds (flipped alike,
+    in the same rounds), before the rest of ``first``'s and the random ones; the FK it spent is counted."""
     if first is not None and first.ndim == 2:
         first = first[:, None]
         evaluated = None if evaluated is None else evaluated[:, None]
@@ -1004,6 +998,21 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     fk = torch.zeros(batch, dtype=torch.int64)
     jac = torch.zeros(batch, dtype=torch.int64)
     weight = refiner.rotation_weight
+    pending = list(added)
+
+    def splice(idx: torch.Tensor, more: _Choice, at: int) -> None:
+        """``more``'s seeds (b, k, n) for targets ``idx`` into ``first`` before its seed ``at`` (absent, NaN, for the others)."""
+        nonlocal first, evaluated
+        assert first is not None
+        fk[idx] += more.fk
+        count = more.seeds.shape[1]
+        block = first.new_full((batch, count, chain.dof), math.nan)
+        block[idx] = more.seeds
+        marks = torch.zeros(batch, count, dtype=torch.bool)
+        marks[idx] = more.evaluated
+        before = torch.zeros(batch, first.shape[1], dtype=torch.bool) if evaluated is None else evaluated
+        first = torch.cat((first[:, :at], block, first[:, at:]), dim=1)
+        evaluated = torch.cat((before[:, :at], marks, before[:, at:]), dim=1)
 
     def run_from(idx: torch.Tensor, seeds: torch.Tensor, seed_evaluated: torch.Tensor | None = None) -> torch.Tensor:
         """LM for targets ``idx`` from ``seeds``; keeps improvements, counts the cost; returns the run's answers."""
@@ -1056,24 +1065,10 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
         idx = torch.nonzero(~solved).flatten()
         if idx.numel() == 0:
             break
-        if insert is not None and first is not None and round_index == min(insert[0], first.shape[1]):
-            inserted = insert[1](idx)
-            block = first.new_full((batch, inserted.shape[1], chain.dof), math.nan)
-            block[idx] = inserted
-            first = torch.cat((first[:, :round_index], block, first[:, round_index:]), dim=1)
-            if evaluated is not None:
-                evaluated = torch.cat((evaluated[:, :round_index], torch.zeros(batch, inserted.shape[1], dtype=torch.bool),
-                                       evaluated[:, round_index:]), dim=1)
-            insert = None
-        if extend is not None and first is not None and round_index == first.shape[1]:
-            more, spent = extend(idx), first.shape[1]
-            fk[idx] += more.fk
-            first = torch.cat((first, first.new_full((batch, more.seeds.shape[1], chain.dof), math.nan)), dim=1)
-            first[idx, spent:] = more.seeds
-            evaluated = torch.cat((torch.zeros(batch, spent, dtype=torch.bool) if evaluated is None else evaluated,
-                                   torch.zeros(batch, more.seeds.shape[1], dtype=torch.bool)), dim=1)
-            evaluated[idx, spent:] = more.evaluated
-            extend = None
+        for addition in list(pending):  # each in turn: one spliced in moves the end of ``first`` for the next
+            if first is not None and round_index == (first.shape[1] if addition.at is None else min(addition.at, first.shape[1])):
+                splice(idx, addition.seeds_for(idx), round_index)
+                pending.remove(addition)
         given = first is not None and round_index < first.shape[1]
         if first is not None and given:  # a target whose seed this round is absent (NaN: it has fewer) idles
             idx = idx[~first[idx, round_index].isnan().any(dim=1)]
@@ -1167,6 +1162,13 @@ class _Choice(NamedTuple):
     fk: torch.Tensor  # (B,) int64 the FK spent choosing
     found: torch.Tensor  # (B,) bool: the seed put first is good (else none of them is)
     evaluated: torch.Tensor  # (B, H) bool, in the seeds' order: the answers whose FK was spent choosing
+
+
+class _Added(NamedTuple):
+    """Seeds :func:`_restarts` adds during its rounds (a second network's answers, a pose table's nearest)."""
+
+    at: int | None  # before which of the given seeds they run (None: once the given seeds are spent)
+    seeds_for: Callable[[torch.Tensor], _Choice]  # the targets still short (b,) → their seeds (b, k, n) and FK spent
 
 
 def _first_good(chain: Chain, answers: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, order: Sequence[int],
@@ -1410,12 +1412,19 @@ class HybridIK:
         self.table_seeds, self.table_after = table_seeds, table_after
         self.table = PoseTable(refiner.chain, refiner.selection, table_size, seed, refiner.rotation_weight) if table_seeds else None
 
-    def _table_insert(self, pos: torch.Tensor, quat: torch.Tensor) -> tuple[int, Callable[[torch.Tensor], torch.Tensor]] | None:
-        """:func:`_restarts`'s ``insert`` for targets (B, 3), (B, 4): the table's nearest after ``table_after`` seeds."""
+    def _table_added(self, pos: torch.Tensor, quat: torch.Tensor) -> tuple[_Added, ...]:
+        """:func:`_restarts`'s seeds added for targets (B, 3), (B, 4): the table's nearest after ``table_after`` seeds (none
+        without a table; no FK spent choosing them)."""
         table, count = self.table, self.table_seeds
         if table is None:
-            return None
-        return self.table_after, lambda index: table.nearest(pos[index], quat[index], count)
+            return ()
+
+        def nearest(index: torch.Tensor) -> _Choice:
+            nothing = torch.zeros(index.numel(), count, dtype=torch.bool)
+            return _Choice(table.nearest(pos[index], quat[index], count), torch.zeros(index.numel(), dtype=torch.int64),
+                           nothing[:, 0], nothing)
+
+        return (_Added(self.table_after, nearest),)
 
     def solve(self, target_pos: torch.Tensor, target_quat: torch.Tensor, q_init: torch.Tensor | None = None) -> IKResult:
         """Seeded by ``q_init`` when given (tracking continuity), then the network, then random restarts."""
@@ -1438,7 +1447,7 @@ class HybridIK:
                 seeds = chain.clamp(self.network.solve_all(p, o).double().cpu())
                 choice = torch.full((p.shape[0],), hypotheses if hypotheses > 1 else 0, dtype=torch.int64) + self.network.facing_fk(p)
             answer = _restarts(self.refiner, p, o, seeds, self._rounds(seeds), generator, finish=self.finish, flips=self.flips,
-                               facing=self.facing, evaluated=evaluated, distinct=self.distinct_seeds, insert=self._table_insert(p, o))
+                               facing=self.facing, evaluated=evaluated, distinct=self.distinct_seeds, added=self._table_added(p, o))
             return replace(answer, fk_evals=answer.fk_evals + choice)
 
         if q_init is not None:
@@ -1494,10 +1503,10 @@ class HybridIK:
 
         if some.numel():
             p, o = pos[some], quat[some]
-            extend = (lambda idx: fallback_answers(p[idx], o[idx])) if self.fallback_after else None
+            after = (_Added(None, lambda idx: fallback_answers(p[idx], o[idx])),) if self.fallback_after else ()
             answer = _restarts(self.refiner, p, o, chosen.seeds[some], self._rounds(chosen.seeds[some]), generator,
                                finish=self.finish, flips=self.flips, facing=self.facing, evaluated=chosen.evaluated[some],
-                               distinct=self.distinct_seeds, extend=extend, insert=self._table_insert(p, o))
+                               distinct=self.distinct_seeds, added=self._table_added(p, o) + after)
             parts.append((some, replace(answer, fk_evals=answer.fk_evals + chosen.fk[some])))
         if none.numel():
             p, o = pos[none], quat[none]
@@ -1506,7 +1515,7 @@ class HybridIK:
                                generator,
                                finish=self.finish, flips=self.flips, facing=self.facing,
                                evaluated=torch.cat((extra.evaluated, chosen.evaluated[none]), dim=1), distinct=self.distinct_seeds,
-                               insert=self._table_insert(p, o))
+                               added=self._table_added(p, o))
             parts.append((none, replace(answer, fk_evals=answer.fk_evals + chosen.fk[none] + extra.fk)))
         return _scatter(parts, pos.shape[0])
 
