@@ -493,3 +493,17 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     assert all(r["success"] == 1.0 and not r["nan"] for r in rows[-2:])
     with pytest.raises(SystemExit):
         bench.main(["--robots", "irb120", "panda", "--network", str(checkpoint)])
+
+
+def test_single_target_table_rows_are_the_solvers_own_results(tmp_path: Path) -> None:
+    """Three rows a robot (no table with flips, the table with flips, the default), every target solved, the table's
+    rows spending fewer evaluations than the first on the same targets; the latency columns ordered."""
+    bench = _load_script("single_target_table")
+    assert bench.main(["--robots", "irb120", "--targets", "40", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "single_target_table.json").read_text())["rows"]
+    assert [r["variant"] for r in rows] == [label for label, _ in bench.VARIANTS]
+    for row in rows:
+        assert row["success"] == 1.0 and row["targets"] == 40
+        assert 0 < row["median_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["max_ms"]
+    assert rows[2]["evals_mean"] < rows[0]["evals_mean"]
+    assert "table, no flips (default)" in (tmp_path / "single_target_table.md").read_text()

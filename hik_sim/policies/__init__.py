@@ -46,7 +46,8 @@ def hybrid_seed_name(robot: str) -> str:
     ``harmoatt`` on the iCub until session 24 (6.4 against 7.6 for its 666 k four-answer network then); since, with
     the hybrid's pose table, the iCub's 148 k four-answer network of session 21 too: about the same evaluations as
     the 654 k ``harmoatt`` (20,000 validation targets, seeds 2026–2029: 6.07 against 5.97; the 2,000 seed-99 targets:
-    6.38 against 6.36) in less than half the time (47.5 against 104.6 ms for 5,000 targets, 2 cores, quiet).
+    6.38 against 6.36) in half the time (``benchmarks/hybrid_cost.py``, one thread, 5,000 targets: 0.07 against 0.14 s,
+    its runs of session 24 after and before the change).
     Before session 19 (all answers ranked, the older networks) only the IRB120
     and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13). A robot without a shipped
     ``harmoatt_4answers`` (a user's URDF) uses ``harmoatt``.

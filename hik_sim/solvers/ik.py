@@ -1589,11 +1589,11 @@ class SingleTargetIK:
         table_seeds: after ``q_init`` and the first answer (or home), LM from this many of a
             :class:`~hik_sim.solvers.pose_table.PoseTable`'s nearest configurations (``table_size`` entries, built with the
             solver; searched only for a target that gets there; not flipped), in restarts' places, as :class:`HybridIK`
-            does (0: none). Measured (session 24, 3,000 targets a robot, seed 2030, each robot's ``mlp_seed``, quiet, a
-            development script), the default (4 table seeds, no flips) against session 23's (no table, flips): the
-            IRB120 12.4 against 20.8 evaluations a target, median 0.032 against 0.031 ms, p95 0.15 against 0.18, p99
-            0.23 against 0.42, mean 0.049 against 0.054; the Panda 16.1 against 27.1, p99 0.22 against 0.47 ms; the G1
-            (no flip triple) 12.4 against 25.1, p99 0.20 against 0.52 ms; every target solved.
+            does (0: none). Measured (session 24, ``benchmarks/single_target_table.py``: 3,000 targets a robot, seed
+            2030, each robot's ``mlp_seed``), the default (4 table seeds, no flips) against session 23's (no table,
+            flips): the IRB120 12.4 against 20.8 evaluations a target, p99 latency 0.23 against 0.47 ms, max 1.05
+            against 2.17, mean 0.052 against 0.057, median 0.034 against 0.032; the Panda, TALOS and the G1 p99 0.24,
+            0.24, 0.23 against 0.49, 0.41, 0.53 ms; every target solved.
 
     Raises:
         HikError: a network with fixed joints.
