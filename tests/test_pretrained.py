@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import reach_successes, robot_by_id
+from conftest import float32_card_tolerance, reach_successes, robot_by_id
 
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
@@ -13,9 +13,15 @@ from hik_sim.policies import load_pretrained, pretrained_names, pretrained_path
 from hik_sim.robots import robot_names
 from hik_sim.evaluation.metrics import evaluate_network
 
-CARD_RTOL = 1e-5
-"""A card's figures against a rerun: the IRB120 HarmoAtt-IK's mean rotation came out 1.1e-6 relative below its
-card on one Xeon (float32 sums in another order); a network other than the card's is off by far more."""
+
+
+def assert_true_to_card(network: object, chain: Chain, eval_set: object) -> None:
+    """The card's mean errors rerun on its own evaluation set, to within what float32 rounding on another CPU
+    can change (:func:`conftest.float32_card_tolerance`); a network other than the card's is off by far more."""
+    metrics = evaluate_network(network, chain, eval_set)  # type: ignore[arg-type]
+    tolerance = float32_card_tolerance(network, chain, eval_set)
+    for key in ("pos_mean_mm", "rot_mean_deg"):
+        assert metrics[key] == pytest.approx(network.card.metrics[key], abs=tolerance[key])  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow
@@ -33,11 +39,7 @@ def test_shipped_checkpoints_load_and_match_their_cards(robot: str) -> None:
         assert (q >= lower).all() and (q <= upper).all()
         full = network.card.eval_set
         assert full["size"] >= 10_000
-        # the card's figures are measured: rerun them on the same set (to CARD_RTOL: a float32 forward pass
-        # sums in another order on another CPU)
-        metrics = evaluate_network(network, chain, make_eval_set(chain, full["seed"], full["size"]))
-        assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=CARD_RTOL)
-        assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=CARD_RTOL)
+        assert_true_to_card(network, chain, make_eval_set(chain, full["seed"], full["size"]))
     assert pretrained_path(robot, "harmoatt").stat().st_size < 8 * 2**20
 
 
@@ -49,9 +51,7 @@ def test_every_other_shipped_checkpoint_is_true_to_its_card(name: str) -> None:
     card = network.card
     assert card.robot == robot and card.parameters > 0 and pretrained_path(robot, stem).stat().st_size < 5 * 2**20
     targets = make_eval_set(chain, card.eval_set["seed"], card.eval_set["size"], network.selection)
-    metrics = evaluate_network(network, chain, targets)
-    assert metrics["pos_mean_mm"] == pytest.approx(card.metrics["pos_mean_mm"], rel=CARD_RTOL)
-    assert metrics["rot_mean_deg"] == pytest.approx(card.metrics["rot_mean_deg"], rel=CARD_RTOL)
+    assert_true_to_card(network, chain, targets)
     if stem in ("cycleik", "regression", "regression_q6fixed"):  # trained with their papers' own objectives
         assert card.model == stem.split("_")[0] and card.config["objective"] == card.model
 
@@ -152,24 +152,18 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
     answers = network.solve_all(targets.batch.pos[:500], targets.batch.quat[:500])
     lower, upper = chain.limits()
     assert answers.shape == (500, 4, 6) and (answers >= lower).all() and (answers <= upper).all()
-    metrics = evaluate_network(network, chain, targets)
-    # rel 1e-4, not 1e-6: the choice among 4 answers is made in float32, and another CPU's float32 kernels
-    # can flip a near-tie (measured here: 2.8150514 mm against the card's 2.8150474 over 10,000 targets)
-    assert metrics["pos_mean_mm"] == pytest.approx(network.card.metrics["pos_mean_mm"], rel=1e-4)
-    assert metrics["rot_mean_deg"] == pytest.approx(network.card.metrics["rot_mean_deg"], rel=1e-4)
+    assert_true_to_card(network, chain, targets)
 
 
 @pytest.mark.parametrize("name", [n for n in pretrained_names() if "/harmoatt_4answers" in n])
 def test_every_four_answer_network_is_true_to_its_card(name: str) -> None:
-    """Its card's validation figures rerun (rel 1e-4: the choice among the answers is made in float32)."""
+    """Its card's validation figures rerun (the choice among the answers is made in float32: near-ties may flip)."""
     robot, stem = name.split("/")
     network = load_pretrained(robot, stem)
     assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options.get("trunk") in ("dense", "map")
     chain = Chain(robot_by_id(robot))
     targets = make_eval_set(chain, network.card.eval_set["seed"], network.card.eval_set["size"])
-    metrics = evaluate_network(network, chain, targets)
-    for key in ("pos_mean_mm", "rot_mean_deg"):
-        assert metrics[key] == pytest.approx(network.card.metrics[key], rel=1e-4)
+    assert_true_to_card(network, chain, targets)
 
 
 def test_hybrid_controller_reaches_and_tracks_on_irb120() -> None:
