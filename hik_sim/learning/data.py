@@ -17,13 +17,16 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Iterator, Mapping, NamedTuple
 
 import torch
 
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import canonical_quaternion
+
+if TYPE_CHECKING:
+    from hik_sim.learning.models.regression import BranchRegion
 
 __all__ = ["FKBatch", "JointSelection", "SAMPLINGS", "FKStream", "EvalSet", "make_eval_set", "PoseNormalizer"]
 
@@ -107,15 +110,21 @@ class JointSelection:
         return q[:, self.free_index] if self.fixed else q
 
 
+def _branch_region(chain: Chain) -> BranchRegion:
+    from hik_sim.learning.models.regression import branch_region
+
+    return branch_region(chain.robot.name)
+
+
 def _sample(chain: Chain, selection: JointSelection, batch: int, generator: torch.Generator,
-            dtype: torch.dtype, device: torch.device | str | None) -> FKBatch:
-    q = chain.sample(batch, generator, dtype, device)
+            dtype: torch.dtype, device: torch.device | str | None, one_branch: bool = False) -> FKBatch:
+    q = _branch_region(chain).sample(chain, batch, generator, dtype, device) if one_branch else chain.sample(batch, generator, dtype, device)
     q = selection.expand(selection.free(q))
     pose = chain.fk(q)
     return FKBatch(q, pose.pos, pose.quat)
 
 
-SAMPLINGS = ("uniform", "limits", "hard")
+SAMPLINGS = ("uniform", "limits", "hard", "one_branch")
 """Where a training batch's configurations fall (:class:`FKStream`):
 
 - ``uniform``: every configuration uniform in the joint limits (CycleIK's and the default);
@@ -125,7 +134,11 @@ SAMPLINGS = ("uniform", "limits", "hard")
 - ``hard``: a share of each batch replays the previous batch's configurations with the largest
   error (as reported by :meth:`FKStream.observe`), each joint moved by Gaussian noise
   (``replay_noise`` [rad]) and kept in the limits: hard-example mining, which finds the tails
-  wherever they are (solution-branch boundaries, near the base axis, joint limits) without naming them.
+  wherever they are (solution-branch boundaries, near the base axis, joint limits) without naming them;
+- ``one_branch``: every configuration uniform in one IK branch of the robot
+  (:func:`hik_sim.learning.models.regression.branch_region`; the IRB120's: shoulder in front, elbow up, wrist
+  not flipped, joint 6 within one turn), where a pose has one answer: the training data under which the
+  hybrid paper's supervised regression is well posed.
 """
 
 
@@ -163,7 +176,8 @@ class FKStream:
         self.selection = selection or JointSelection(chain.joint_names, {})
         self.dtype, self.device = dtype, device
         self.sampling, self.limit_band, self.replay_noise = sampling, limit_band, replay_noise
-        self.tail = 0 if sampling == "uniform" else round(tail_fraction * batch)
+        self.tail = 0 if sampling in ("uniform", "one_branch") else round(tail_fraction * batch)
+        self.region = _branch_region(chain) if sampling == "one_branch" else None
         self.hard: torch.Tensor | None = None  # (tail, n): the configurations the next batch replays
 
     def __iter__(self) -> Iterator[FKBatch]:
@@ -171,7 +185,8 @@ class FKStream:
 
     def __next__(self) -> FKBatch:
         with torch.no_grad():
-            q = self.chain.sample(self.batch, self.generator, self.dtype, self.device)
+            q = self.chain.sample(self.batch, self.generator, self.dtype, self.device) if self.region is None \
+                else self.region.sample(self.chain, self.batch, self.generator, self.dtype, self.device)
             if self.tail and self.sampling == "limits":
                 q[:self.tail] = self._near_limits(q[:self.tail])
             elif self.tail and self.sampling == "hard" and self.hard is not None:
@@ -235,19 +250,23 @@ class EvalSet:
     sha256: str
 
 
-def make_eval_set(chain: Chain, seed: int, size: int, selection: JointSelection | None = None) -> EvalSet:
+def make_eval_set(chain: Chain, seed: int, size: int, selection: JointSelection | None = None,
+                  one_branch: bool = False) -> EvalSet:
     """The evaluation set defined by (robot, seed, size, fixed joints); always the same targets.
 
     Sampled in float64 on the CPU with its own generator, so it does not depend on the training
-    device or dtype.
+    device or dtype. ``one_branch``: configurations from the robot's one-branch region (sampling
+    ``one_branch``) instead of the whole joint box; the hash records it.
     """
     if size < 1:
         raise HikError(f"evaluation set size must be at least 1, got {size}")
     selection = selection or JointSelection(chain.joint_names, {})
-    batch = _sample(chain, selection, size, torch.Generator().manual_seed(seed), torch.float64, "cpu")
+    batch = _sample(chain, selection, size, torch.Generator().manual_seed(seed), torch.float64, "cpu", one_branch)
     digest = hashlib.sha256()
     digest.update(chain.robot.urdf_sha256().encode())
     digest.update(repr((chain.robot.name, seed, size, sorted(selection.fixed.items()))).encode())
+    if one_branch:
+        digest.update(b"one_branch")
     for tensor in batch:
         digest.update(tensor.numpy().tobytes())
     return EvalSet(chain.robot.name, seed, size, dict(selection.fixed), batch, digest.hexdigest())
