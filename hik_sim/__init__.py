@@ -4,9 +4,9 @@ Importing the package registers the Gymnasium environments and does nothing else
 ``hik_sim/...`` id below is then known to ``gymnasium.make``. Registration uses string entry
 points, so neither torch nor MuJoCo is imported until an environment is made:
 
-- ``hik_sim/Reach-<robot>-v0`` and ``hik_sim/Track-<robot>-v0`` for every registered robot
-  (``hik_sim/Reach-irb120-v0``, ``hik_sim/Track-panda-v0``, ...);
-- ``hik_sim/Reach-v0`` and ``hik_sim/Track-v0``, which take ``robot=NAME`` or
+- ``hik_sim/Reach-<robot>-v0``, ``hik_sim/Track-<robot>-v0`` and ``hik_sim/ReachGoal-<robot>-v0``
+  (goal-conditioned) for every registered robot (``hik_sim/Reach-irb120-v0``, ``hik_sim/Track-panda-v0``, ...);
+- ``hik_sim/Reach-v0``, ``hik_sim/Track-v0`` and ``hik_sim/ReachGoal-v0``, which take ``robot=NAME`` or
   ``urdf=PATH, base=LINK, ee=LINK``.
 
 The environments are documented in :mod:`hik_sim.envs`.
@@ -19,6 +19,7 @@ __all__ = ["ChainError", "HikError", "MeshError", "UnknownRobotError", "UrdfErro
 
 _REACH_STEPS = 250  # 5 s at the default 50 Hz control rate
 _TRACK_STEPS = 500  # 10 s
+_REACH_GOAL_STEPS = 50  # 1 s: goal-conditioned learners replay short episodes (Gymnasium-Robotics' Fetch tasks: 50)
 
 
 def _register_environments() -> tuple[str, ...]:
@@ -35,8 +36,10 @@ def _register_environments() -> tuple[str, ...]:
     for robot in robot_names():
         entries.append((f"hik_sim/Reach-{robot}-v0", "hik_sim.envs.reach:ReachEnv", _REACH_STEPS, {"robot": robot}))
         entries.append((f"hik_sim/Track-{robot}-v0", "hik_sim.envs.track:TrackEnv", _TRACK_STEPS, {"robot": robot}))
+        entries.append((f"hik_sim/ReachGoal-{robot}-v0", "hik_sim.envs.goal:ReachGoalEnv", _REACH_GOAL_STEPS, {"robot": robot}))
     entries.append(("hik_sim/Reach-v0", "hik_sim.envs.reach:ReachEnv", _REACH_STEPS, {}))
     entries.append(("hik_sim/Track-v0", "hik_sim.envs.track:TrackEnv", _TRACK_STEPS, {}))
+    entries.append(("hik_sim/ReachGoal-v0", "hik_sim.envs.goal:ReachGoalEnv", _REACH_GOAL_STEPS, {}))
     for env_id, entry_point, steps, kwargs in entries:
         if env_id not in registry:
             register(id=env_id, entry_point=entry_point, max_episode_steps=steps, kwargs=kwargs)

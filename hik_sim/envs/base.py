@@ -1,11 +1,14 @@
 """What the Reach and Track environments share: a robot's MuJoCo scene, driven by joint targets.
 
 :class:`RobotGoalEnv` builds the scene (:func:`hik_sim.sim.build_scene`, cached per robot), takes
-joint position targets for the IK chain as actions, steps the physics ``frame_skip`` times per
-action (the servos' targets move towards the action at no more than ``max_joint_speed``, as a
-robot's own joint controller would; see :data:`MAX_JOINT_SPEED`), and observes the chain's
-joints, the end-effector pose and a goal pose, all in the chain's base frame. Subclasses choose
-the goal. No torch is imported.
+actions of one of :data:`~hik_sim.envs.actions.ACTION_TYPES` (joint position targets for the IK
+chain by default; normalised ones; or end-effector increments turned into joint targets by IK),
+steps the physics ``frame_skip`` times per action (the servos' targets move towards the joint
+targets at no more than ``max_joint_speed``, as a robot's own joint controller would; see
+:data:`MAX_JOINT_SPEED`), and observes the chain's joints, the end-effector pose and a goal pose,
+all in the chain's base frame, inside finite bounds (:data:`OBSERVED_JOINT_MARGIN`,
+:data:`OBSERVED_JOINT_SPEED`, :data:`WORKSPACE_MARGIN`). Subclasses choose the goal. No torch is
+imported unless ``action_type="ee_delta"`` builds an IK controller.
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
+from hik_sim.envs.actions import EndEffectorDelta, check_action_type, make_ik_controller
 from hik_sim.errors import EnvError, SceneError
+from hik_sim.kinematics.tolerances import SUCCESS, rotation_angle
 from hik_sim.robots import RobotSpec, get_robot, robot_from_urdf
 from hik_sim.sim import Scene, build_scene, ensure_headless_gl
 from hik_sim.solvers.single_target import SingleTargetKinematics
-from hik_sim.kinematics.tolerances import SUCCESS, rotation_angle
 
-__all__ = ["MAX_JOINT_SPEED", "RobotGoalEnv", "resolve_robot", "cached_scene"]
+__all__ = ["MAX_JOINT_SPEED", "OBSERVED_JOINT_MARGIN", "OBSERVED_JOINT_SPEED", "WORKSPACE_MARGIN", "RobotGoalEnv", "resolve_robot",
+           "cached_scene"]
 
 MAX_JOINT_SPEED = 4.0
 """[rad/s] (or m/s for a prismatic joint): how fast the servos' targets may move towards an action,
@@ -35,7 +40,21 @@ and more on TALOS's wrist before this limit); MuJoCo's joint limits are soft and
 far at such speeds. A robot's own joint controller does not pass a jump on either: it moves the
 setpoint at a rated speed. 4 rad/s is the order of an arm joint's rated speed (the IRB120's URDF
 gives 4.4–7.3 rad/s, the Panda's 2.2–2.6, Romeo's 1.1–4); ``max_joint_speed=None`` passes every
-action to the servos at once, as before."""
+action to the servos at once."""
+OBSERVED_JOINT_MARGIN = 0.5
+"""[rad] (or m): the observed joint positions' bounds are the joint limits widened by this much on
+each side (MuJoCo's limits are soft: a joint ends a few mrad outside, more without a speed limit);
+an observation is clipped into them."""
+OBSERVED_JOINT_SPEED = 50.0
+"""[rad/s] (or m/s): bound of the observed joint velocities, which are clipped into ±this (the
+speed-limited servos move at a few rad/s)."""
+WORKSPACE_MARGIN = 1.5
+"""Observed positions (end-effector, goal) are bounded per axis by ±this × the chain's largest
+reach (:attr:`RobotGoalEnv.max_reach`; unreachable goals lie at 1.2 × it) and clipped into it."""
+HUMAN_RENDER_MESSAGE = (
+    "render_mode='human' is not offered: MuJoCo's passive viewer window, which it would open, crashes (exit 139) or hangs "
+    "when the process exits; use render_mode='rgb_array' (frames, gymnasium.wrappers.RecordVideo) or the interactive "
+    "viewer, python -m hik_sim.viewer (a web page; --backend mujoco for MuJoCo's window)")
 
 
 def resolve_robot(robot: str | RobotSpec | None, urdf: str | None, base: str | None, ee: str | None) -> RobotSpec:
@@ -91,25 +110,38 @@ class RobotGoalEnv(gym.Env):
         max_joint_speed: the servos' targets move from the last one towards the action at no more
             than this speed [rad/s], every physics step (:data:`MAX_JOINT_SPEED`); ``None``: they
             take the action at once.
+        action_type: one of :data:`~hik_sim.envs.actions.ACTION_TYPES`: ``joint`` (joint targets
+            [rad], bounded by the limits), ``joint_normalized`` (the same in [-1, 1]) or ``ee_delta``
+            (an end-effector increment in [-1, 1]^6: at most 2 cm per axis and 0.1 rad per
+            rotation-vector component, base frame, turned into joint targets by ``ik``).
+        ik: with ``ee_delta``: the IK (:func:`~hik_sim.envs.actions.make_ik_controller`; ``None``:
+            the robot's shipped ``hybrid``, or ``lm`` for a robot without a network).
+        record_ik_time: with ``ee_delta``: ``info["ik_time"]`` is the IK's wall-clock time [s]; False
+            reports 0.0, so that two identical steps give equal ``info`` (gymnasium's ``check_env``
+            asks that).
 
     Raises:
-        HikError: a bad robot, render mode, camera, tolerance or speed.
+        HikError: a bad robot, render mode, camera, tolerance, speed, action type or IK; ``render_mode="human"``
+            (not offered: MuJoCo's passive viewer does not close reliably; use ``rgb_array`` or ``python -m hik_sim.viewer``).
         SceneError: with ``render_mode="rgb_array"``, a size outside the scene's offscreen buffer
             (1280 × 960 px by default), found here rather than at the first render.
     """
 
-    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
 
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
                  ee: str | None = None, frame_skip: int = 10, position_tolerance: float = SUCCESS.position,
                  rotation_tolerance: float = SUCCESS.rotation, rotation_weight: float = 0.1,
                  render_mode: str | None = None, width: int = 480, height: int = 360, camera: str = "workspace",
-                 max_joint_speed: float | None = MAX_JOINT_SPEED, **unknown: Any) -> None:
+                 max_joint_speed: float | None = MAX_JOINT_SPEED, action_type: str = "joint", ik: Any = None,
+                 record_ik_time: bool = True, **unknown: Any) -> None:
         if unknown:  # else gymnasium.make answers a TypeError from deep inside the constructor
             raise EnvError(f"unknown keyword arguments {sorted(unknown)} for {type(self).__name__}; keywords are: "
                            f"{', '.join(self._keywords())}")
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)):
             raise EnvError(f"frame_skip must be a whole number of physics steps >= 1, got {frame_skip!r}")
+        if render_mode == "human":
+            raise EnvError(HUMAN_RENDER_MESSAGE)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise EnvError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if frame_skip < 1 or not (position_tolerance > 0 and rotation_tolerance > 0 and rotation_weight >= 0):
@@ -118,6 +150,9 @@ class RobotGoalEnv(gym.Env):
         if max_joint_speed is not None and not (a_speed and math.isfinite(max_joint_speed) and max_joint_speed > 0):
             raise EnvError(f"max_joint_speed must be a positive finite speed [rad/s] or None (no limit), got {max_joint_speed!r}")
         self.max_joint_speed = None if max_joint_speed is None else float(max_joint_speed)
+        self.action_type, self.record_ik_time = check_action_type(action_type), bool(record_ik_time)
+        if ik is not None and action_type != "ee_delta":
+            raise EnvError(f"ik= is used by action_type='ee_delta' only, got action_type={action_type!r}")
         self.robot = resolve_robot(robot, urdf, base, ee)
         self.scene = cached_scene(self.robot)
         cameras = [self.scene.model.camera(i).name for i in range(self.scene.model.ncam)]
@@ -137,16 +172,19 @@ class RobotGoalEnv(gym.Env):
         self.render_mode, self.width, self.height, self.camera = render_mode, width, height, camera
         self.lower, self.upper = np.asarray(self.robot.lower, dtype=np.float64), np.asarray(self.robot.upper, dtype=np.float64)
         n = self.robot.dof
-        self.action_space = spaces.Box(self.lower, self.upper, dtype=np.float64)
-        vector = lambda size: spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float64)  # noqa: E731
-        unit = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float64)
-        self.observation_space = spaces.Dict({
-            "joint_pos": vector(n), "joint_vel": vector(n), "ee_pos": vector(3), "ee_quat": unit,
-            "goal_pos": vector(3), "goal_quat": unit, **self._extra_observation_spaces(),
-        })
+        if action_type == "joint":
+            self.action_space = spaces.Box(self.lower, self.upper, dtype=np.float64)
+        else:
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(6 if action_type == "ee_delta" else n,), dtype=np.float64)
+        self._ee_delta = EndEffectorDelta(make_ik_controller(self.robot, ik), self.fk) if action_type == "ee_delta" else None
+        self.joint_target = np.asarray(self.robot.home, dtype=np.float64).copy()
+        box = lambda bound, size=3: spaces.Box(-bound, bound, shape=(size,), dtype=np.float64)  # noqa: E731
+        self._bounds = {"joint_pos": spaces.Box(self.lower - OBSERVED_JOINT_MARGIN, self.upper + OBSERVED_JOINT_MARGIN, dtype=np.float64),
+                        "joint_vel": box(OBSERVED_JOINT_SPEED, n), "ee_pos": box(self.position_bound), "ee_quat": box(1.0, 4),
+                        "goal_pos": box(self.position_bound), "goal_quat": box(1.0, 4), **self._extra_observation_spaces()}
+        self.observation_space = spaces.Dict(dict(self._bounds))
         self.goal_pos, self.goal_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
         self._renderer: mujoco.Renderer | None = None
-        self._viewer: Any = None  # a mujoco.viewer handle (MuJoCo has no type information)
 
     @classmethod
     def _keywords(cls) -> list[str]:
@@ -161,7 +199,7 @@ class RobotGoalEnv(gym.Env):
                         names.append(name)
         return names
 
-    def _extra_observation_spaces(self) -> dict[str, spaces.Space]:
+    def _extra_observation_spaces(self) -> dict[str, spaces.Box]:
         return {}
 
     def _extra_observations(self) -> dict[str, np.ndarray]:
@@ -172,6 +210,11 @@ class RobotGoalEnv(gym.Env):
         """Largest end-effector distance from the base origin [m] (from random configurations)."""
         return _max_reach(self.robot)
 
+    @property
+    def position_bound(self) -> float:
+        """Bound of every observed position's coordinates [m]: :data:`WORKSPACE_MARGIN` × :attr:`max_reach`."""
+        return WORKSPACE_MARGIN * self.max_reach
+
     def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """End-effector position (3,) [m] and quaternion (4,) of a chain configuration, base frame."""
         pose = self.kinematics.fk(q)
@@ -181,20 +224,23 @@ class RobotGoalEnv(gym.Env):
         mujoco.mj_resetDataKeyframe(self.model, self.data, self.scene.home_key)
         self.data.qpos[self.scene.chain_qpos] = q
         self.data.ctrl[self.scene.chain_actuators] = q
+        self.joint_target = np.asarray(q, dtype=np.float64).copy()
+        if self._ee_delta is not None:
+            self._ee_delta.reset()
         mujoco.mj_forward(self.model, self.data)
 
     def _show_goal(self) -> None:
         self.scene.set_target(self.data, self.goal_pos, self.goal_quat)
 
     def _observation(self) -> dict[str, np.ndarray]:
+        """The observation, every entry clipped into its bounds (see the module's constants)."""
         pos, quat = self.scene.ee_pose(self.data)
-        return {
-            "joint_pos": self.data.qpos[self.scene.chain_qpos].copy(),
-            "joint_vel": self.data.qvel[self.scene.chain_dof].copy(),
-            "ee_pos": pos, "ee_quat": quat,
-            "goal_pos": self.goal_pos.copy(), "goal_quat": self.goal_quat.copy(),
+        raw = {
+            "joint_pos": self.data.qpos[self.scene.chain_qpos], "joint_vel": self.data.qvel[self.scene.chain_dof],
+            "ee_pos": pos, "ee_quat": quat, "goal_pos": self.goal_pos, "goal_quat": self.goal_quat,
             **self._extra_observations(),
         }
+        return {key: np.clip(value, self._bounds[key].low, self._bounds[key].high) for key, value in raw.items()}
 
     def _info(self, observation: dict[str, np.ndarray]) -> dict[str, Any]:
         """Errors, success and reward terms of an observation (its end-effector pose against the goal)."""
@@ -204,17 +250,36 @@ class RobotGoalEnv(gym.Env):
         return {"pos_err": pos_err, "rot_err": rot_err, "success": success, "is_success": success,
                 "reward_pos": -pos_err, "reward_rot": -self.rotation_weight * rot_err}
 
-    def _apply(self, action: np.ndarray) -> np.ndarray:
-        """Validate an action; out-of-range values are clipped into the joint limits (documented)."""
+    def _act(self, action: np.ndarray) -> dict[str, Any]:
+        """Validate an action of this environment's ``action_type``, turn it into joint targets and step the physics.
+
+        Out-of-range values are clipped into the action space (documented).
+
+        Returns:
+            The IK's info: ``ik_time`` [s] and ``ik_failed`` (0.0 and False without IK).
+        """
+        what = {"joint": f"{self.robot.dof} joint targets [rad]", "joint_normalized": f"{self.robot.dof} normalised joint targets",
+                "ee_delta": "6 end-effector increments"}[self.action_type]
         raw = np.asarray(action)
         if raw.dtype.kind not in "fiu":  # strings, objects, booleans, complex numbers: not joint targets
-            raise EnvError(f"action must be {self.robot.dof} real joint targets [rad] for {self.robot.name!r}, got "
+            raise EnvError(f"action must be {what} (real numbers) for {self.robot.name!r}, got "
                            f"{type(action).__name__} of dtype {raw.dtype}")
         action = raw.astype(np.float64)
-        if action.shape != (self.robot.dof,):
-            raise EnvError(f"action must be {self.robot.dof} joint targets [rad] for {self.robot.name!r}, got shape {action.shape}")
+        if action.shape != self.action_space.shape:
+            raise EnvError(f"action must be {what} for {self.robot.name!r}, got shape {action.shape}")
         if not np.isfinite(action).all():
             raise EnvError(f"action must be finite, got {action}")
+        info: dict[str, Any] = {"ik_time": 0.0, "ik_failed": False}
+        if self.action_type == "joint_normalized":
+            action = self.lower + (np.clip(action, -1.0, 1.0) + 1.0) / 2.0 * (self.upper - self.lower)
+        elif self._ee_delta is not None:
+            action, ik_info = self._ee_delta(np.clip(action, -1.0, 1.0), self.joint_target)
+            info.update(ik_time=ik_info["ik_time"] if self.record_ik_time else 0.0, ik_failed=ik_info["ik_failed"])
+        self.joint_target = self._apply(action)
+        return info
+
+    def _apply(self, action: np.ndarray) -> np.ndarray:
+        """Step the physics towards joint targets (n,), clipped into the joint limits first; returns the clipped targets."""
         action = np.clip(action, self.lower, self.upper)
         actuators = self.scene.chain_actuators
         if self.max_joint_speed is None:
@@ -233,23 +298,12 @@ class RobotGoalEnv(gym.Env):
         return action
 
     def render(self) -> np.ndarray | None:
-        """An RGB frame (``rgb_array``), or an update of the interactive viewer (``human``)."""
+        """An RGB frame (``rgb_array``) of shape (height, width, 3), uint8."""
         if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' or 'human' to gym.make")
+            gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' to gym.make")
             return None
         self._show_goal()
         mujoco.mj_forward(self.model, self.data)
-        if self.render_mode == "human":
-            if self._viewer is None:
-                import os
-
-                from mujoco import viewer
-
-                if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-                    raise EnvError("render_mode='human' opens a window and needs a display; without one use render_mode='rgb_array'")
-                self._viewer = viewer.launch_passive(self.model, self.data)
-            self._viewer.sync()
-            return None
         if self._renderer is None:
             ensure_headless_gl()
             self._renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
@@ -257,10 +311,7 @@ class RobotGoalEnv(gym.Env):
         return self._renderer.render().copy()
 
     def close(self) -> None:
-        """Release the renderer and the viewer."""
+        """Release the renderer (closing twice is allowed)."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-        if self._viewer is not None:
-            self._viewer.close()
-            self._viewer = None

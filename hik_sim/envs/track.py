@@ -31,21 +31,23 @@ class TrackEnv(RobotGoalEnv):
     :class:`~hik_sim.errors.HikError`). ``info["size"]`` tells the size used.
 
     ## Action Space
-    ``Box(lower, upper, (n,), float64)``: position targets [rad, or m] for the chain's joints;
-    clipped into the limits; NaN/inf, a wrong shape or anything but real numbers raise
-    :class:`~hik_sim.errors.HikError`.
+    As in Reach: ``action_type="joint"`` (default), position targets [rad, or m] bounded by the
+    joint limits; ``joint_normalized``, the same in [-1, 1]; ``ee_delta``, an end-effector
+    increment in [-1, 1]^6 (2 cm, 0.1 rad a step at most) turned into joint targets by IK (``ik=``).
+    Values outside the space are clipped into it; NaN/inf, a wrong shape or anything but real
+    numbers raise :class:`~hik_sim.errors.HikError`.
 
     ## Observation Space
     ``Dict`` of float64 arrays in the chain's base frame: ``joint_pos`` (n,), ``joint_vel`` (n,),
     ``ee_pos`` (3,) [m], ``ee_quat`` (4,) wxyz, ``goal_pos`` (3,) [m], ``goal_quat`` (4,) wxyz and
-    ``goal_vel`` (3,) [m/s], the goal's velocity. The quaternions are ``Box(-1, 1)``, the other
-    entries unbounded ``Box`` spaces.
+    ``goal_vel`` (3,) [m/s], the goal's velocity. Bounded as in Reach; ``goal_vel`` within ±2 ×
+    ``speed`` per axis (a trajectory's fastest point moves at π/2 × its mean speed).
 
     ## Rewards
     ``−(position error [m] + rotation_weight · rotation error [rad])`` (``rotation_weight`` 0.1 m/rad
     by default); ``info`` holds each term (``reward_pos``, ``reward_rot``), ``pos_err`` [m],
-    ``rot_err`` [rad], ``success`` and ``is_success`` (both: within tolerance now), ``size`` [m]
-    and ``time`` [s].
+    ``rot_err`` [rad], ``success`` and ``is_success`` (both: within tolerance now), ``size`` [m],
+    ``time`` [s], and the IK's ``ik_time`` [s] and ``ik_failed`` (0.0 and False without ``ee_delta``).
 
     ## Starting State
     The robot rests at a configuration that reaches the trajectory's first point (found by IK from
@@ -60,12 +62,13 @@ class TrackEnv(RobotGoalEnv):
     ``trajectory``: ``circle`` (default), ``figure_eight``, ``line`` or ``waypoints``; ``speed``
     (0.1 m/s) and ``size`` (0.1 m). Further keywords as in Reach, with the same defaults:
     ``frame_skip``, ``position_tolerance``, ``rotation_tolerance``, ``rotation_weight``,
-    ``render_mode``, ``width``, ``height``, ``camera``, ``max_joint_speed`` (not ``hold_steps``,
-    ``unreachable_probability`` or ``start_noise``). A chain of fewer than 6 joints raises
+    ``render_mode``, ``width``, ``height``, ``camera``, ``max_joint_speed``, ``action_type``, ``ik``
+    (not ``hold_steps``, ``unreachable_probability``, ``start_noise`` or ``goal_spread``). A chain of fewer than 6 joints raises
     :class:`~hik_sim.errors.HikError`.
 
     ## Version History
     - v0: first release. Since 2026-11-30 the servos' targets move at ``max_joint_speed`` (4 rad/s), as in Reach.
+      Since 2026-12-03: ``action_type`` and ``ik``, finite observation bounds; ``render_mode="human"`` raises.
     """
 
     def __init__(self, robot: str | RobotSpec | None = None, urdf: str | None = None, base: str | None = None,
@@ -79,12 +82,11 @@ class TrackEnv(RobotGoalEnv):
             raise EnvError(f"unknown trajectory {trajectory!r}; trajectories are: {', '.join(TRAJECTORIES)}")
         Trajectory(trajectory if trajectory != "waypoints" else "circle", speed, size)  # validates speed and size
         self.trajectory_kind, self.speed, self.size = trajectory, float(speed), float(size)
+        self._bounds["goal_vel"] = spaces.Box(-2 * self.speed, 2 * self.speed, shape=(3,), dtype=np.float64)
+        self.observation_space = spaces.Dict(dict(self._bounds))
         self.lm = SingleTargetLM(self.robot, max_iterations=50, stop_position=2e-5, stop_rotation=2e-5)
         self.trajectory: Trajectory | None = None
         self.center_pos, self.goal_vel, self.time = np.zeros(3), np.zeros(3), 0.0
-
-    def _extra_observation_spaces(self) -> dict[str, spaces.Space]:
-        return {"goal_vel": spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float64)}
 
     def _extra_observations(self) -> dict[str, np.ndarray]:
         return {"goal_vel": self.goal_vel.copy()}
@@ -131,14 +133,14 @@ class TrackEnv(RobotGoalEnv):
         self._reset_robot(start_q)
         self._show_goal()
         observation = self._observation()
-        return observation, self._info(observation) | {"size": trajectory.size, "time": 0.0}
+        return observation, self._info(observation) | {"size": trajectory.size, "time": 0.0, "ik_time": 0.0, "ik_failed": False}
 
     def _set_goal(self, trajectory: Trajectory) -> None:
         offset, self.goal_vel = trajectory.at(self.time)
         self.goal_pos = self.center_pos + offset
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        """Apply joint targets for one control period; the goal moves on.
+        """Apply an action (of ``action_type``) for one control period; the goal moves on.
 
         Raises:
             EnvError: called before :meth:`reset` (there is no trajectory yet).
@@ -146,11 +148,9 @@ class TrackEnv(RobotGoalEnv):
         trajectory = self.trajectory
         if trajectory is None:
             raise EnvError("the goal has no trajectory yet: call reset() before step()")
-        self._apply(action)
+        ik = self._act(action)
         self.time += self.dt
         self._set_goal(trajectory)
         observation = self._observation()
-        info = self._info(observation) | {"size": trajectory.size, "time": self.time}
-        if self.render_mode == "human":
-            self.render()
+        info = self._info(observation) | {"size": trajectory.size, "time": self.time} | ik
         return observation, float(info["reward_pos"] + info["reward_rot"]), False, False, info
