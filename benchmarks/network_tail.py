@@ -46,7 +46,7 @@ from hik_sim.kinematics.symmetry import FirstJointSymmetry, range_turn
 def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, object]:
     """The tail figures of one shipped network (see the module docstring)."""
     chain = Chain(get_robot(robot_name))
-    network = (load_checkpoint(network_name, get_robot(robot_name))[0] if network_name.endswith(".pt")
+    network = (load_checkpoint(network_name, get_robot(robot_name))[0] if network_name.endswith((".pt", ".safetensors"))
                else load_pretrained(robot_name, network_name))
     batch = make_eval_set(chain, TEST_SEED, targets).batch
     answers = network.solve_all(batch.pos, batch.quat).double()  # (B, H, n), the chosen one first

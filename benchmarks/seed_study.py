@@ -74,7 +74,7 @@ NO_NETWORK = "none"
 
 def load_seed(robot_name: str, seed: str) -> tuple[IKNetwork, Card]:
     """A candidate seed and its card: a shipped network's name, or a checkpoint path (``{robot}`` replaced)."""
-    if seed.endswith(".pt"):
+    if seed.endswith((".pt", ".safetensors")):
         return load_checkpoint(seed.format(robot=robot_name), get_robot(robot_name))
     network = load_pretrained(robot_name, seed)
     return network, network.card
@@ -84,7 +84,7 @@ def available(robot_name: str, seed: str) -> bool:
     """Whether ``seed`` exists for ``robot_name`` (a shipped network or checkpoint some robots lack is skipped, and said)."""
     if seed == NO_NETWORK:
         return True
-    exists = (Path(seed.format(robot=robot_name)).is_file() if seed.endswith(".pt")
+    exists = (Path(seed.format(robot=robot_name)).is_file() if seed.endswith((".pt", ".safetensors"))
               else seed in shipped_networks(get_robot(robot_name)))
     if not exists:
         print(f"seed_study: {robot_name} has no {seed}; skipped", file=sys.stderr)
@@ -135,7 +135,7 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
     batch = make_eval_set(chain, TARGET_SEED + 1, targets).batch
     pos, quat = batch.pos.numpy(), batch.quat.numpy()
     path = Path(seed.format(robot=robot_name))
-    label = f"{path.parent.name}/{path.stem}" if seed.endswith(".pt") else seed
+    label = f"{path.parent.name}/{path.stem}" if seed.endswith((".pt", ".safetensors")) else seed
     row: dict[str, Any] = {"robot": robot_name, "seed": label, "source": seed}
     if seed == NO_NETWORK:
         solver = make_solver("lm", robot)

@@ -11,7 +11,7 @@ CycleIK with its own loss, Adam and its published learning rate (``--cycleik-lr`
 regression DNN by supervised regression at ``--lr``. With ``--minutes`` the HarmoAtt-IK network
 trains for at most that long and the MLP, CycleIK and regression networks then get exactly the steps
 it reached.
-Checkpoints are written without optimiser state to ``hik_sim/policies/pretrained/<robot>/<name>.pt``
+Checkpoints are written without optimiser state to ``hik_sim/policies/pretrained/<robot>/<name>.safetensors``
 with their cards beside them (``.json``), and an index of all of them to
 ``hik_sim/policies/pretrained/index.json``.
 
@@ -236,7 +236,7 @@ def _train_parallel(todo: list, args: argparse.Namespace, index: dict, index_pat
         futures = {}
         for robot_name, model, stem, fixed, hypotheses in todo:
             config = _config(args, robot_name, model, fixed, hypotheses, args.steps, args.minutes, stem)
-            path = str(Path(scratch) / f"{robot_name}-{stem}.pt")
+            path = str(Path(scratch) / f"{robot_name}-{stem}.safetensors")
             futures[pool.submit(train_to_checkpoint, robot_name, config.to_json(), path, threads)] = (robot_name, stem)
         for future, (robot_name, stem) in futures.items():
             network, card = load_checkpoint(future.result(), get_robot(robot_name))
@@ -273,8 +273,8 @@ def _revalidated(network: IKNetwork, card: Card, robot_name: str) -> Card:
 
 
 def _ship(network: IKNetwork, card: Card, robot_name: str, stem: str, out: Path, index: dict, index_path: Path) -> None:
-    """Write ``network`` and ``card`` as ``out/<robot>/<stem>.pt`` (no optimiser state) and its index entry."""
-    path = save_checkpoint(out / robot_name / f"{stem}.pt", network, card)
+    """Write ``network`` and ``card`` as ``out/<robot>/<stem>.safetensors`` (no optimiser state) and its index entry."""
+    path = save_checkpoint(out / robot_name / f"{stem}.safetensors", network, card)
     m = card.metrics
     index[f"{robot_name}/{stem}"] = {"path": str(path.relative_to(out)), "steps": card.total_steps,
                                      "training_seconds": round(card.total_training_seconds, 2), "metrics": m,

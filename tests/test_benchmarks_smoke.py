@@ -141,7 +141,7 @@ def test_network_tail_agrees_with_the_network_evaluation(tmp_path: Path) -> None
         assert min(parts) > 0 and sum(parts) == pytest.approx(row["beyond_range_share"])  # every such target is one of them
     assert "chosen_counts" not in rows[0] and sum(rows[1]["chosen_counts"]) == 400
     checkpoint = tmp_path / "four.pt"  # a checkpoint path is a network too: the same rows as its shipped name
-    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)
+    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.safetensors", checkpoint)
     assert tail.main(["--networks", str(checkpoint), "--targets", "400", "--out", str(tmp_path / "path")]) == 0
     from_path = json.loads((tmp_path / "path" / "tail_irb120.json").read_text())["rows"][0]
     assert from_path["network"] == str(checkpoint)
@@ -358,7 +358,7 @@ def test_ik_bench_quick_run_puts_the_hybrid_beside_multistart_and_the_single_tar
 def test_seed_study_puts_each_seed_beside_the_lm_without_one(tmp_path: Path) -> None:
     study = _load_script("seed_study")
     checkpoint = tmp_path / "irb120_seed.pt"
-    shutil.copy(PRETRAINED_DIR / "irb120" / "mlp_seed.pt", checkpoint)  # a checkpoint path is a seed too
+    shutil.copy(PRETRAINED_DIR / "irb120" / "mlp_seed.safetensors", checkpoint)  # a checkpoint path is a seed too
     argv = ["--robots", "irb120", "--seeds", "mlp_seed", str(tmp_path / "{robot}_seed.pt"), "no_such_seed", "none", "--targets", "30",
             "--test-targets", "200", "--calls", "20", "--out", str(tmp_path)]
     assert study.main(argv) == 0
@@ -486,7 +486,7 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     assert "first good answer" in (tmp_path / "hybrid_cost.md").read_text()
     assert (tmp_path / "hybrid_cost_curves.png").stat().st_size > 10_000  # the tail of each solver's evaluations, drawn
     checkpoint = tmp_path / "other.pt"  # a checkpoint as the seed, alone and with the shipped seed as fallback
-    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.pt", checkpoint)  # several answers: a fallback needs them
+    shutil.copy(PRETRAINED_DIR / "irb120" / "harmoatt_4answers.safetensors", checkpoint)  # several answers: a fallback needs them
     assert bench.main(["--robots", "irb120", "--targets", "40", "--network", str(checkpoint), "--out", str(tmp_path / "fb")]) == 0
     rows = json.loads((tmp_path / "fb" / "hybrid_cost.json").read_text())["rows"]
     assert [r["seed_network"] for r in rows[-2:]] == ["other", "other"] and "fallback" in rows[-1]["solver"]

@@ -71,7 +71,7 @@ def test_the_closed_loop_network_is_the_four_answer_one_where_shipped_and_more_a
     2024) the four-answer network misses by less than the one-answer one, in position and in rotation."""
     from hik_sim.policies import PRETRAINED_DIR, closed_loop_network_name, hybrid_seed_name
 
-    four = (PRETRAINED_DIR / robot / "harmoatt_4answers.pt").is_file()
+    four = (PRETRAINED_DIR / robot / "harmoatt_4answers.safetensors").is_file()
     assert closed_loop_network_name(robot) == ("harmoatt_4answers" if four else hybrid_seed_name(robot))
     if not four:
         return

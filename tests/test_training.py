@@ -288,11 +288,11 @@ def test_a_continued_run_ships_with_its_whole_lineage(tmp_path) -> None:  # noqa
     shipped = tmp_path / "shipped"
     assert train_pretrained.main(["--robots", "irb120", "--only", "mlp", "--ship", str(tmp_path / "run.pt"),
                                   "--out", str(shipped)]) == 0
-    assert "resume" not in read_checkpoint(shipped / "irb120" / "mlp.pt")  # no optimiser state in what ships
+    assert "resume" not in read_checkpoint(shipped / "irb120" / "mlp.safetensors")  # no optimiser state in what ships
     entry = json.loads((shipped / "index.json").read_text())["irb120/mlp"]
-    assert entry["path"] == "irb120/mlp.pt" and entry["steps"] == 15 and entry["init"]["steps"] == 10
+    assert entry["path"] == "irb120/mlp.safetensors" and entry["steps"] == 15 and entry["init"]["steps"] == 10
     assert entry["metrics"] == continued.card.metrics
-    network, card = load_checkpoint(shipped / "irb120" / "mlp.pt", robot)
+    network, card = load_checkpoint(shipped / "irb120" / "mlp.safetensors", robot)
     targets = make_eval_set(Chain(robot), 3, 50).batch
     assert torch.equal(network.solve(targets.pos, targets.quat), continued.network.solve(targets.pos, targets.quat))
     for wrong in (["--robots", "irb120", "panda", "--only", "mlp"], ["--robots", "irb120", "--only", "harmoatt"],
@@ -423,9 +423,9 @@ def test_train_pretrained_trains_networks_side_by_side_with_a_summary(tmp_path) 
     assert set(index) == {"irb120/harmoatt", "irb120/mlp", "g1/harmoatt", "g1/mlp"}
     for name in index:
         robot_name, stem = name.split("/")
-        network, card = load_checkpoint(out / robot_name / f"{stem}.pt", robot_by_id(robot_name))
+        network, card = load_checkpoint(out / robot_name / f"{stem}.safetensors", robot_by_id(robot_name))
         assert card.steps == 3 and card.config["minutes"] == 5 and card.model == stem
-        assert "resume" not in read_checkpoint(out / robot_name / f"{stem}.pt")
+        assert "resume" not in read_checkpoint(out / robot_name / f"{stem}.safetensors")
     runs = json.loads(summary.with_suffix(".json").read_text())["runs"]
     assert sorted((r["robot"], r["network"]) for r in runs) == sorted(tuple(n.split("/")) for n in index)
     table = summary.with_suffix(".md").read_text()

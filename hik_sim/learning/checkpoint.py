@@ -1,9 +1,16 @@
 """Checkpoints: an IK network's weights plus a card that says exactly what it is.
 
-A checkpoint file (``.pt``, read with ``torch.load(weights_only=True)``, so loading runs no code)
-holds the network's weights, its :class:`Card`, and, for resuming, the optimiser and loss state.
-The card is also written beside it as JSON, for people and for registries. Loading checks the file
-and, when a robot is given, that the checkpoint was trained for that robot's URDF and chain.
+A checkpoint is a safetensors file (``<name>.safetensors``): the network's weights as named tensors,
+and in its string metadata the format, the network's :class:`Card` (JSON) and, for resuming, the
+optimiser, loss and generator state (JSON, whose tensors are stored beside the weights under
+``resume/<n>``). Reading one runs no code: safetensors holds tensors and strings, nothing is
+unpickled. The card is also written beside it as ``<name>.json``, for people and for registries.
+Loading checks the file and, when a robot is given, that the checkpoint was trained for that
+robot's URDF and chain.
+
+Pickled checkpoints (``torch.save``, the ``.pt`` files of hik_sim 0.1) still load, only through
+``torch.load(weights_only=True)`` and with a :class:`DeprecationWarning`; :func:`convert_checkpoint`
+rewrites one as safetensors. The format is told by the file's first bytes, not by its name.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,15 +26,27 @@ from typing import Any
 import torch
 
 from hik_sim.atomic import write_atomically
+from hik_sim.learning._tensor_tree import flatten, unflatten
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import CheckpointError
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.network import CANONICAL_TURN, IKNetwork
 from hik_sim.robots import RobotSpec
 
-__all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "check_checkpoint_path", "FORMAT"]
+__all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "check_checkpoint_path", "convert_checkpoint",
+           "is_pickled_checkpoint", "FORMAT", "SUFFIX", "CHECKPOINT_SUFFIXES"]
 
 FORMAT = "hik_sim.ik_network/1"
+"""What a checkpoint's payload is (its ``format`` entry), in either file format."""
+
+SUFFIX = ".safetensors"
+"""The suffix of a checkpoint file (any name but ``*.json`` is accepted; the format is read from the file)."""
+
+CHECKPOINT_SUFFIXES: tuple[str, ...] = (SUFFIX, ".pt")
+"""Suffixes that mark a path as a checkpoint where a name could also be a solver's: safetensors and the pickled ``.pt``."""
+
+RESUME_PREFIX = "resume/"
+"""Names of the resume state's tensors in a safetensors checkpoint (the weights keep their module names)."""
 
 LEGACY_HARMOATT_OPTIONS: dict[str, Any] = {"trunk": "map", "channels": 16, "blocks": 3}
 """What a HarmoAtt-IK card without a ``trunk`` option means: it was trained with hik_sim 0.1, whose
@@ -164,9 +184,9 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     if path.suffix == ".json":
         raise CheckpointError(f"checkpoint path {path} ends in .json, the name of its card: the card would overwrite the "
-                              f"weights; give a .pt path such as {path.with_suffix('.pt')}")
+                              f"weights; give a {SUFFIX} path such as {path.with_suffix(SUFFIX)}")
     if path.is_dir():
-        raise CheckpointError(f"checkpoint path {path} is a folder; give a file path such as {path / 'model.pt'}")
+        raise CheckpointError(f"checkpoint path {path} is a folder; give a file path such as {path / ('model' + SUFFIX)}")
     if path.with_suffix(".json").is_dir():
         raise CheckpointError(f"the card of checkpoint {path} would be written to {path.with_suffix('.json')}, which is a folder")
     try:
@@ -181,30 +201,94 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> Path:
 
 
 def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card, resume_state: dict[str, Any] | None = None) -> Path:
-    """Write ``path`` (weights, card, optional resume state) and ``path`` with suffix ``.json`` (the card).
+    """Write ``path`` (a safetensors file: weights, card, optional resume state) and ``path`` with suffix ``.json`` (the card).
 
     Each file is written under a unique temporary name and renamed into place, so an interrupted
-    or concurrent save never leaves a half-written checkpoint; the card inside the ``.pt`` file is
-    the authoritative one.
+    or concurrent save never leaves a half-written checkpoint; the card inside the weights' file is
+    the authoritative one. The file is safetensors whatever ``path``'s suffix (``.safetensors`` is
+    the convention; a ``.pt`` name, as older scripts give, holds safetensors too).
+
+    Args:
+        path: the checkpoint file.
+        network: whose weights (``state_dict``) are written.
+        card: what the network is.
+        resume_state: what resuming the training needs (optimiser, loss and generator state, counters):
+            nested dicts, lists and tuples of tensors, numbers, strings and None.
 
     Returns:
         The checkpoint path.
 
     Raises:
-        CheckpointError: see :func:`check_checkpoint_path`.
+        CheckpointError: see :func:`check_checkpoint_path`; or the resume state holds something that is neither
+            a tensor nor JSON data.
     """
+    from safetensors.torch import save_file
+
     path = check_checkpoint_path(path)
-    payload = {"format": FORMAT, "card": card.to_json(), "state_dict": network.state_dict()}
+    tensors = {name: value.detach().cpu().contiguous().clone() for name, value in network.state_dict().items()}
+    clashing = [name for name in tensors if name.startswith(RESUME_PREFIX)]
+    if clashing:
+        raise CheckpointError(f"cannot save {path}: weight names {clashing[:3]} start with {RESUME_PREFIX!r}, which names the resume state")
+    metadata = {"format": FORMAT, "card": json.dumps(card.to_json())}
     if resume_state is not None:
-        payload["resume"] = resume_state
-    write_atomically(path, lambda tmp: torch.save(payload, tmp))
+        tree, resume_tensors = flatten(resume_state, RESUME_PREFIX)
+        metadata["resume"] = json.dumps(tree)
+        tensors.update(resume_tensors)
+    write_atomically(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
     text = json.dumps(card.to_json(), indent=2) + "\n"
     write_atomically(path.with_suffix(".json"), lambda tmp: tmp.write_text(text))
     return path
 
 
+def is_pickled_checkpoint(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` is not safetensors (a ``torch.save`` pickle, or anything else) by its first bytes.
+
+    A safetensors file starts with its JSON header's length (8 bytes, little-endian) and the header's ``{``.
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(9)
+    return not (len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < os.path.getsize(path))
+
+
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    """The payload of safetensors checkpoint ``path``: format, card (a dict), state_dict and, where saved, resume."""
+    from safetensors.torch import load
+
+    data = path.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + length])
+    metadata = header.get("__metadata__") or {}
+    tensors = load(data)  # parses the header again and copies the tensors out; no pickle
+    payload: dict[str, Any] = {"format": metadata.get("format"), "card": json.loads(metadata.get("card", "null")),
+                               "state_dict": {k: v for k, v in tensors.items() if not k.startswith(RESUME_PREFIX)}}
+    if "resume" in metadata:
+        payload["resume"] = unflatten(json.loads(metadata["resume"]), {k: v for k, v in tensors.items() if k.startswith(RESUME_PREFIX)})
+    return payload
+
+
+def _to(tree: Any, map_location: str | torch.device) -> Any:
+    """``tree`` with its tensors moved to ``map_location``."""
+    if isinstance(tree, torch.Tensor):
+        return tree.to(map_location)
+    if isinstance(tree, dict):
+        return {k: _to(v, map_location) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_to(v, map_location) for v in tree)
+    return tree
+
+
 def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """The raw payload of a checkpoint file, checked to be one.
+
+    A safetensors file is read without unpickling anything. A pickled one (``torch.save``) is read
+    through ``torch.load(weights_only=True)`` only, with a :class:`DeprecationWarning`.
+
+    Args:
+        path: the checkpoint file.
+        map_location: where the tensors go.
+
+    Returns:
+        ``{"format": FORMAT, "card": dict, "state_dict": {name: tensor}}`` and, where saved, ``"resume"``.
 
     Raises:
         CheckpointError: the file is missing, unreadable, corrupt, or not a hik_sim checkpoint.
@@ -215,12 +299,57 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many kinds for a corrupt file; all mean "not readable"
+        pickled = is_pickled_checkpoint(path)
+    except OSError as exc:
+        raise CheckpointError(f"{path} is not a readable hik_sim checkpoint ({exc.strerror or exc})") from None
+    if pickled:
+        warnings.warn(f"{path} is a pickled (torch.save) checkpoint, read with torch.load(weights_only=True); pickled checkpoints "
+                      "are deprecated: rewrite it as safetensors with hik_sim.learning.checkpoint.convert_checkpoint(path)",
+                      DeprecationWarning, stacklevel=2)
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True) if pickled else _to(_read_safetensors(path), map_location)
+    except Exception as exc:  # torch and safetensors raise many kinds for a corrupt file; all mean "not readable"
         raise CheckpointError(f"{path} is not a readable hik_sim checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or "card" not in payload or "state_dict" not in payload:
         raise CheckpointError(f"{path} is not a hik_sim checkpoint (expected format {FORMAT!r})")
     return payload
+
+
+def convert_checkpoint(source: str | os.PathLike[str], target: str | os.PathLike[str] | None = None) -> Path:
+    """Rewrite a pickled (``.pt``) checkpoint as safetensors, its resume state included; its card beside it where none is.
+
+    Args:
+        source: the pickled checkpoint (read with ``torch.load(weights_only=True)``).
+        target: the safetensors file to write (default: ``source`` with suffix ``.safetensors``).
+
+    Returns:
+        The written path. The source is left in place.
+
+    Raises:
+        CheckpointError: ``source`` is not a readable checkpoint, or ``target`` cannot be written.
+    """
+    from safetensors.torch import save_file
+
+    source = Path(source)
+    target = source.with_suffix(SUFFIX) if target is None else check_checkpoint_path(target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # converting is what the warning asks for
+        payload = read_checkpoint(source)
+    card = Card.from_json(payload["card"])
+    state = payload["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{source}: the weights must be a mapping of names to tensors, got {type(state).__name__}")
+    tensors = {name: value.contiguous().clone() for name, value in state.items()}
+    metadata = {"format": FORMAT, "card": json.dumps(payload["card"])}  # the card as stored, not as read: a faithful copy
+    if payload.get("resume") is not None:
+        tree, resume_tensors = flatten(payload["resume"], RESUME_PREFIX)
+        metadata["resume"] = json.dumps(tree)
+        tensors.update(resume_tensors)
+    write_atomically(check_checkpoint_path(target), lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    if not target.with_suffix(".json").is_file():  # a card already beside it is kept as written
+        text = json.dumps(card.to_json(), indent=2) + "\n"
+        write_atomically(target.with_suffix(".json"), lambda tmp: tmp.write_text(text))
+    return target
 
 
 def _registered_robot(card: Card, path: str | os.PathLike[str]) -> RobotSpec:
@@ -239,7 +368,7 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     """Rebuild a trained network from a checkpoint.
 
     Args:
-        path: the ``.pt`` file.
+        path: the checkpoint file (safetensors, or a pickled ``.pt`` with a :class:`DeprecationWarning`).
         robot: when given, the checkpoint must have been trained for this robot.
         map_location: where the weights go.
 

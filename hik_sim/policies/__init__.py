@@ -1,13 +1,22 @@
-"""Policies: the IK networks hik_sim ships (by robot and model name) and the IK controller for the environments."""
+"""Policies: the IK networks hik_sim ships (by robot and model name) and the IK controller for the environments.
+
+The networks the controllers and the evaluator's default policies use ship with the package
+(:data:`PRETRAINED_DIR`); the seed papers' baselines and controls (CycleIK, regression networks, the
+IRB120's fixed-joint-6 networks) live in the repository's ``benchmarks/checkpoints/<robot>/``
+(:data:`BENCHMARK_NETWORKS`), found from a checkout or the folder named by ``HIK_SIM_BENCHMARK_CHECKPOINTS``.
+A checkpoint is ``<name>.safetensors`` with its card ``<name>.json`` (:mod:`hik_sim.learning.checkpoint`).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hik_sim.errors import HikError
 
-__all__ = ["PRETRAINED_DIR", "IKController", "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name",
-           "hybrid_fallback_name", "load_hybrid_fallback", "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
+__all__ = ["PRETRAINED_DIR", "BENCHMARK_NETWORKS", "BENCHMARK_CHECKPOINTS_ENV", "IKController", "benchmark_checkpoints_dir",
+           "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name", "hybrid_fallback_name", "load_hybrid_fallback",
+           "single_target_seed_name", "closed_loop_network_name", "closed_loop_extra_names"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so only on first use
@@ -18,11 +27,46 @@ def __getattr__(name: str):  # noqa: ANN202 - IKController imports torch, so onl
     raise AttributeError(f"module 'hik_sim.policies' has no attribute {name!r}")
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
+"""The networks that ship with the package: ``<robot>/<name>.safetensors`` and ``<robot>/<name>.json``."""
+
+BENCHMARK_NETWORKS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("panda", "talos", "romeo", "icub", "g1", "jvrc1"), ("cycleik",)),
+    "irb120": ("cycleik", "regression", "regression_q6fixed", "harmoatt_q6fixed"),
+}
+"""The seed papers' baselines and controls, by robot: in the repository's ``benchmarks/checkpoints/<robot>/``, not in the wheel."""
+
+BENCHMARK_CHECKPOINTS_ENV = "HIK_SIM_BENCHMARK_CHECKPOINTS"
+"""Environment variable naming a ``benchmarks/checkpoints`` folder (a checkout's) for an installed package."""
+
+_SUFFIXES = (".safetensors", ".pt")  # .pt: a pickled checkpoint dropped in by hand, loaded with a DeprecationWarning
+
+
+def benchmark_checkpoints_dir() -> Path | None:
+    """The folder of the papers' baselines and controls: ``$HIK_SIM_BENCHMARK_CHECKPOINTS``, else the checkout's
+    ``benchmarks/checkpoints`` when the package runs from a checkout; None when neither is a folder."""
+    named = os.environ.get(BENCHMARK_CHECKPOINTS_ENV)
+    folder = Path(named) if named else Path(__file__).resolve().parents[2] / "benchmarks" / "checkpoints"
+    return folder if folder.is_dir() else None
+
+
+def _folders() -> list[Path]:
+    benchmarks = benchmark_checkpoints_dir()
+    return [PRETRAINED_DIR] + ([benchmarks] if benchmarks is not None else [])
+
+
+def _find(robot: str, model: str) -> Path | None:
+    """The checkpoint file of ``robot``/``model`` in the package or the benchmarks' folder; None if neither has it."""
+    for folder in _folders():
+        for suffix in _SUFFIXES:
+            if (path := folder / robot / f"{model}{suffix}").is_file():
+                return path
+    return None
 
 
 def pretrained_names() -> list[str]:
-    """Every shipped checkpoint as ``robot/name`` (e.g. ``irb120/harmoatt``, ``irb120/harmoatt_q6fixed``)."""
-    return sorted(f"{p.parent.name}/{p.stem}" for p in PRETRAINED_DIR.glob("*/*.pt"))
+    """Every network that :func:`load_pretrained` finds here, as ``robot/name`` (e.g. ``irb120/harmoatt``): the
+    package's and, from a checkout, the papers' baselines and controls (e.g. ``irb120/harmoatt_q6fixed``)."""
+    return sorted({f"{p.parent.name}/{p.stem}" for folder in _folders() for suffix in _SUFFIXES for p in folder.glob(f"*/*{suffix}")})
 
 
 HYBRID_SEEDS: dict[str, str] = dict.fromkeys(("irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"), "harmoatt_4answers")
@@ -95,7 +139,7 @@ def single_target_seed_name(robot: str) -> str:
     :func:`hybrid_seed_name`'s: there one forward pass serves thousands of targets and the better seed
     saves more.
     """
-    return "mlp_seed" if (PRETRAINED_DIR / robot / "mlp_seed.pt").is_file() else hybrid_seed_name(robot)
+    return "mlp_seed" if _find(robot, "mlp_seed") is not None else hybrid_seed_name(robot)
 
 
 def closed_loop_network_name(robot: str) -> str:
@@ -105,8 +149,7 @@ def closed_loop_network_name(robot: str) -> str:
     the more accurate network on each of those robots (``tests/test_pretrained.py`` checks it), and
     without a least-squares solver the network's accuracy is all there is; else the hybrid's seed.
     """
-    four = PRETRAINED_DIR / robot / "harmoatt_4answers.pt"
-    return "harmoatt_4answers" if four.is_file() else hybrid_seed_name(robot)
+    return "harmoatt_4answers" if _find(robot, "harmoatt_4answers") is not None else hybrid_seed_name(robot)
 
 
 def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
@@ -122,21 +165,26 @@ def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
     network's near ones that they close; docs/networks.md, session 21).
     """
     main = closed_loop_network_name(robot)
-    one = ("harmoatt",) if main != "harmoatt" and (PRETRAINED_DIR / robot / "harmoatt.pt").is_file() else ()
+    one = ("harmoatt",) if main != "harmoatt" and _find(robot, "harmoatt") is not None else ()
     fallback = hybrid_fallback_name(robot)
     return one + ((fallback,) if fallback is not None and fallback != main else ())
 
 
 def pretrained_path(robot: str, model: str) -> Path:
-    """The shipped checkpoint file of ``robot`` and ``model``.
+    """The checkpoint file of ``robot`` and ``model``: shipped, or one of the papers' baselines and controls from a checkout.
 
     Raises:
-        HikError: no such checkpoint (the message lists the shipped ones).
+        HikError: no such checkpoint (the message lists the shipped ones); for one of :data:`BENCHMARK_NETWORKS`
+            absent here (an installed package), where it lives and how to get it.
     """
-    path = PRETRAINED_DIR / robot / f"{model}.pt"
-    if not path.is_file():
-        raise HikError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
-    return path
+    path = _find(robot, model)
+    if path is not None:
+        return path
+    if model in BENCHMARK_NETWORKS.get(robot, ()):
+        raise HikError(f"{robot}/{model} is one of the seed papers' baselines and controls, which live in the repository's "
+                       f"benchmarks/checkpoints/{robot}/ and not in the installed package; run from a checkout of the repository "
+                       f"(git clone, then pip install -e .) or set {BENCHMARK_CHECKPOINTS_ENV} to that checkout's benchmarks/checkpoints folder")
+    raise HikError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
 
 
 def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork
@@ -144,14 +192,15 @@ def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cp
 
     Args:
         robot: registered robot name.
-        model: ``harmoatt``, ``mlp``, or another shipped name such as ``harmoatt_q6fixed``.
+        model: ``harmoatt``, ``mlp``, or another shipped name such as ``harmoatt_4answers`` (or, from a checkout,
+            one of :data:`BENCHMARK_NETWORKS` such as ``harmoatt_q6fixed``).
         map_location: where the weights go.
 
     Returns:
         The :class:`~hik_sim.learning.network.IKNetwork` (eval mode); its card is ``network.card``.
 
     Raises:
-        HikError: unknown robot, no such checkpoint, or a checkpoint that does not fit the robot.
+        HikError: unknown robot, no such checkpoint (see :func:`pretrained_path`), or a checkpoint that does not fit the robot.
     """
     from hik_sim.learning.checkpoint import load_checkpoint
     from hik_sim.robots import get_robot

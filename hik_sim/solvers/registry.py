@@ -67,7 +67,7 @@ class UnknownSolverError(SolverError):
         others = [n for n in self.shipped if n not in SOLVER_NAMES]
         super().__init__(f"unknown solver {name!r}; solvers are: {', '.join(SOLVER_NAMES)}"
                          + (f", the networks shipped for {robot.name} ({', '.join(others)})" if others else "")
-                         + ", or a checkpoint path (.pt)")
+                         + ", or a checkpoint path (.safetensors)")
 
 
 class NetworkNotShippedError(SolverError):
@@ -91,8 +91,8 @@ def shipped_networks(robot: RobotSpec) -> tuple[str, ...]:
 
 
 def is_checkpoint(name: str | Path) -> bool:
-    """Whether ``name`` is a checkpoint path rather than a solver's name (it ends in ``.pt``)."""
-    return Path(name).suffix == ".pt"
+    """Whether ``name`` is a checkpoint path rather than a solver's name (it ends in ``.safetensors`` or ``.pt``)."""
+    return Path(name).suffix in (".safetensors", ".pt")
 
 
 def needs_network(name: str) -> bool:
