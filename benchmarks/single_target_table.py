@@ -15,7 +15,7 @@ Output: a Markdown table on stdout and in ``<out>/single_target_table.md``, raw 
 
 Usage::
 
-    python benchmarks/single_target_table.py --robots irb120 panda talos g1 --out benchmarks/results/s24/single_target_table
+    python benchmarks/single_target_table.py --robots irb120 panda talos g1 --out benchmarks/results/single_target_table
 """
 
 from __future__ import annotations
