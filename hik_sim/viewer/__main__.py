@@ -2,15 +2,20 @@
 
 Examples::
 
-    python -m hik_sim.viewer                                  # irb120, hybrid policy, http://localhost:8080
+    python -m hik_sim.viewer                                  # irb120, hybrid policy, http://127.0.0.1:8080 (this machine only)
     python -m hik_sim.viewer --robot panda --policy harmoatt --port 8081
     python -m hik_sim.viewer --urdf arm.urdf --base base --ee tool --policy lm
     python -m hik_sim.viewer --backend mujoco                 # MuJoCo's own window (needs a display)
+    python -m hik_sim.viewer --host 0.0.0.0                   # every interface: anyone who reaches the port drives it
+
+The page offers the policies of the dropdown only; a checkpoint becomes one through ``--policy PATH.pt``
+or ``--checkpoint PATH.pt`` here, never from the page.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from hik_sim.errors import HikError
@@ -32,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", default=None, help="a checkpoint (.pt) that seeds hybrid/closed_loop on a --urdf robot")
     parser.add_argument("--backend", choices=["viser", "mujoco"], default="viser",
                         help="viser: a web page (default; works without a display); mujoco: MuJoCo's own viewer (needs a display)")
-    parser.add_argument("--host", default="0.0.0.0", help="viser: interface to serve on (default 0.0.0.0, reachable from other machines)")
+    parser.add_argument("--host", default=None,
+                        help="viser: interface to serve on (default 127.0.0.1: this machine only, reach it from another "
+                             "with ssh -L); another, e.g. 0.0.0.0, lets anyone who can reach the port drive the viewer")
     parser.add_argument("--port", type=int, default=8080, help="viser: port (default 8080; a free one if taken)")
     parser.add_argument("--device", default="cpu", help="where networks run (default cpu)")
     args = parser.parse_args(argv)
@@ -56,15 +63,25 @@ def main(argv: list[str] | None = None) -> int:
                   "Ctrl+left-drag to turn it; close the window to quit.", flush=True)
             run_mujoco_viewer(sim)
             return 0
+        from hik_sim.viewer.access import DEFAULT_HOST, remote_warning
         from hik_sim.viewer.viser_backend import ViserViewer
 
-        viewer = ViserViewer(sim, host=args.host, port=args.port)
+        host = DEFAULT_HOST if args.host is None else args.host
+        viewer = ViserViewer(sim, host=host, port=args.port)
     except HikError as exc:
         parser.exit(2, f"error: {exc}\n")
+    logging.basicConfig(format="hik_sim viewer: %(levelname)s: %(message)s")  # errors the viewer catches and goes on after
     urls = viewer.urls()
     print(f"hik_sim viewer: {robot.name}, policy {sim.policy_name}", flush=True)
-    print(f"  open {urls[0]}" + (f"  (from another machine: {urls[1]}, or ssh -L {viewer.port}:localhost:{viewer.port} "
-                                 "to this machine and open the first)" if len(urls) > 1 else ""), flush=True)
+    print(f"  open {urls[0]}", flush=True)
+    warning = remote_warning(host, viewer.port) if args.host is not None else None
+    if warning:
+        if len(urls) > 1:
+            print(f"  from another machine: {urls[1]}", flush=True)
+        print(warning, file=sys.stderr, flush=True)
+    else:
+        print(f"  served on this machine only: from another one, ssh -L {viewer.port}:localhost:{viewer.port} to this "
+              "machine and open the address above there", flush=True)
     print("  Ctrl+C to stop", flush=True)
     try:
         viewer.run()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hik_sim.errors import HikError
+from hik_sim.errors import CheckpointError, HikError
 from hik_sim.robots import RobotSpec
 
 __all__ = ["LiveSim", "Readout", "policy_choices", "default_policy"]
@@ -191,12 +191,20 @@ class LiveSim:
 
         Raises:
             HikError: unknown policy, or one that needs a network not shipped for the robot.
+            CheckpointError: a checkpoint path (``.pt``) the operating system cannot read (too long a
+                name, no permission, ...); the running policy is kept.
         """
         from hik_sim.evaluation.evaluate import build_policy
 
         if not isinstance(name, str) or not name:
             raise HikError(f"a policy is a name such as {', '.join(policy_choices(self.robot, self.checkpoint))}; got {name!r}")
-        spec = build_policy(name, self.robot, device=self.device, seed_network=self.checkpoint)
+        try:
+            spec = build_policy(name, self.robot, device=self.device, seed_network=self.checkpoint)
+        except OSError as exc:  # a path the OS refuses (ENAMETOOLONG, EACCES, ...): bad input, not a crash
+            shown = repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters, ending {name[-12:]!r})"
+            raise CheckpointError(f"policy {shown} cannot be read as a checkpoint ({exc.strerror or type(exc).__name__}); "
+                                  f"policies are {', '.join(policy_choices(self.robot, self.checkpoint))} "
+                                  "or the path of a readable checkpoint (.pt)") from None
         spec.controller.reset()
         network = getattr(spec.solver, "network", None) or getattr(getattr(spec.controller, "solver", None), "network", None)
         self.policy, self.policy_name = spec, name

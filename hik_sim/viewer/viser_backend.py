@@ -10,25 +10,41 @@ HarmoAtt-IK network, the fusion weights of each block and its temperature for th
 
 All the state lives in :class:`ViserViewer`, and :meth:`ViserViewer.step` is one control step, so a
 test drives it without a browser: move ``viewer.goal`` (viser's own handle) and call ``step()``.
+
+Whoever reaches the page can drive the viewer, so it trusts nothing the page sends: it serves on
+loopback unless told otherwise and closes websockets opened by other sites' pages
+(:mod:`hik_sim.viewer.access`); a policy from the page must be one the dropdown offers (a path is
+never loaded from the page: checkpoints come from the command line); a goal that is not a finite
+pose is refused; and an error in a step or a callback is logged and shown on the page
+(:mod:`hik_sim.viewer.error_board`), and the viewer goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from hik_sim.errors import HikError
+from hik_sim.viewer.access import DEFAULT_HOST, install_origin_check, is_loopback
+from hik_sim.viewer.error_board import ErrorBoard
 from hik_sim.viewer.session import BRANCH_NAMES, LiveSim, Readout, policy_choices
 
-__all__ = ["ViserViewer", "geom_mesh", "import_viser"]
+__all__ = ["REFUSED_POLICY", "ViserViewer", "geom_mesh", "import_viser"]
+
+log = logging.getLogger("hik_sim.viewer")
 
 VISIBLE_GROUPS = (0, 1, 2)
 """The geom groups MuJoCo's viewer shows by default."""
+
+REFUSED_POLICY = "the page asked for a policy the dropdown does not offer; choose one from the list"
+"""What the page says when it sends a policy outside the dropdown's list (it never repeats the value)."""
 
 
 def import_viser() -> Any:
@@ -87,14 +103,15 @@ def _rgba(model: Any, geom: int) -> np.ndarray:
 def _free_port(host: str, port: int) -> int:
     """``port`` if it can be bound on ``host``, else a free one chosen by the OS (port 0 too)."""
     bind_host = "" if host in ("0.0.0.0", "") else host
+    family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
     if port:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind((bind_host, port))
                 return port
             except OSError:
                 pass
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((bind_host, 0))
         return int(sock.getsockname()[1])
 
@@ -104,27 +121,40 @@ class ViserViewer:
 
     Args:
         sim: the :class:`~hik_sim.viewer.session.LiveSim` to show and drive.
-        host: interface to serve on (``0.0.0.0``: every interface, for a remote machine).
+        host: interface to serve on: loopback by default (this machine only); ``0.0.0.0``: every
+            interface, and then anyone who can reach the port can drive the viewer.
         port: TCP port; when it is taken, a free one is used (see :attr:`port`); 0: any free port.
         gizmo_scale: size of the goal gizmo [m] (default: a third of the workspace radius).
 
     Raises:
-        HikError: viser is not installed.
+        HikError: viser is not installed, or ``host`` cannot be served on.
     """
 
-    def __init__(self, sim: LiveSim, host: str = "0.0.0.0", port: int = 8080, gizmo_scale: float | None = None) -> None:
+    def __init__(self, sim: LiveSim, host: str = DEFAULT_HOST, port: int = 8080, gizmo_scale: float | None = None) -> None:
         viser = import_viser()
         self.sim = sim
         self.host = host
-        self.server = viser.ViserServer(host=host, port=_free_port(host, port), label="hik_sim viewer", verbose=False)
+        try:
+            free = _free_port(host, port)
+        except OSError as exc:
+            raise HikError(f"host {host!r} cannot be served on ({exc.strerror or exc}); give an address of this machine, "
+                           f"e.g. {DEFAULT_HOST} (the default) or 0.0.0.0 (every interface)") from None
+        self.server = viser.ViserServer(host=host, port=free, label="hik_sim viewer", verbose=False)
         self._lock = threading.Lock()
         self._pending_policy: str | None = None
+        self._pending_refused = False
         self._pending_reset = False
         self._pending_snap = False
         self.policy_error: str | None = None
+        self.policy_names: tuple[str, ...] = ()
+        """The policies the dropdown offers: the only ones the page may ask for."""
+        self.errors = ErrorBoard()
+        """Errors caught in steps and callbacks (logged, and shown on the page)."""
         self._shown: dict[str, Any] = {}
         self._latencies: list[float] = []
         try:
+            install_origin_check(self.server, loopback=is_loopback(host),
+                                 on_error=lambda exc: self.errors.report("a message from the page was refused", exc))
             self.server.gui.configure_theme(show_share_button=False)  # sharing goes through viser's public relay: off, offline
             self._build_scene(gizmo_scale)
             self._build_panel()
@@ -160,46 +190,81 @@ class ViserViewer:
         self.ee_marker.visible = robot
         self.goal.visible = goal
 
-    def request_policy(self, name: str) -> None:
-        """Switch policy before the next step (what the dropdown does; thread-safe)."""
+    def request_policy(self, name: object) -> None:
+        """Switch policy before the next step, as the page's dropdown asks (thread-safe).
+
+        ``name`` must be one of :attr:`policy_names`, compared as a string, never read as a path;
+        anything else is refused at the next step: the running policy is kept, the dropdown is put
+        back and the page says so (:data:`REFUSED_POLICY`).
+        """
         with self._lock:
-            self._pending_policy = name
+            if isinstance(name, str) and name in self.policy_names:
+                self._pending_policy, self._pending_refused = name, False
+            else:
+                self._pending_policy, self._pending_refused = None, True
 
     def step(self) -> Readout:
         """One control step: take the gizmo's pose as the goal, step the simulation, update the page.
 
+        A policy the page asked for is switched to first; a refused or failing one, and a gizmo
+        pose that is not a goal, are shown on the page and the step goes on without them.
+
         Returns:
             The step's :class:`~hik_sim.viewer.session.Readout`.
+
+        Raises:
+            Exception: whatever the simulation or the page update raised (:meth:`run` shows it and goes on).
         """
         with self._lock:
             policy, self._pending_policy = self._pending_policy, None
+            refused, self._pending_refused = self._pending_refused, False
             reset, self._pending_reset = self._pending_reset, False
             snap, self._pending_snap = self._pending_snap, False
-        if policy is not None and policy != self.sim.policy_name:
+        # the page can set the dropdown's value (and options) without the callback: check them every step
+        if refused or self.policy_dropdown.value not in self.policy_names or tuple(self.policy_dropdown.options) != self.policy_names:
+            self.policy_error = REFUSED_POLICY
+            self.errors.report("policy not changed", HikError(REFUSED_POLICY), show=False)
+            self._reset_dropdown()
+        elif policy is not None and policy != self.sim.policy_name:
             try:
                 self.sim.set_policy(policy)
                 self.policy_error = None
             except HikError as exc:  # keep the running policy, say why on the page
                 self.policy_error = str(exc)
-                self.policy_dropdown.value = self.sim.policy_name
+                self.errors.report("policy not changed", exc, show=False)
+                self._reset_dropdown()
         if reset:
             self.sim.reset()
         if snap:
             pos, quat = self.sim.ee_world()
             self.goal.position, self.goal.wxyz = pos, quat
-        self.sim.set_goal_world(np.array(self.goal.position, dtype=np.float64), np.array(self.goal.wxyz, dtype=np.float64))
+        try:
+            self.sim.set_goal_world(np.array(self.goal.position, dtype=np.float64), np.array(self.goal.wxyz, dtype=np.float64))
+        except (HikError, TypeError, ValueError) as exc:  # e.g. a NaN pose sent by a client: back to the last goal
+            self.errors.report("goal refused", exc if isinstance(exc, HikError) else HikError("the gizmo's pose is not a pose"))
+            self.goal.position, self.goal.wxyz = self.sim.goal_world()
         readout = self.sim.step()
         with self.server.atomic():
             self._sync_bodies()
         self._show(readout)
         return readout
 
-    def run(self, stop: threading.Event | None = None, realtime: bool = True) -> None:
-        """Step until ``stop`` is set (or Ctrl+C), paced to real time."""
+    def run(self, stop: threading.Event | None = None, realtime: bool = True, max_steps: int | None = None) -> None:
+        """Step until ``stop`` is set, Ctrl+C or ``max_steps`` steps, paced to real time.
+
+        An exception in a step is logged and shown on the page, and the loop goes on (Ctrl+C and
+        other non-``Exception`` errors still end it).
+        """
         stop = stop or threading.Event()
         next_time = time.perf_counter()
-        while not stop.is_set():
-            self.step()
+        steps = 0
+        while not stop.is_set() and (max_steps is None or steps < max_steps):
+            steps += 1
+            try:
+                self.step()
+            except Exception as exc:
+                self.errors.report("the control step failed", exc)
+                self._refresh()
             if realtime:
                 next_time += self.sim.dt
                 delay = next_time - time.perf_counter()
@@ -207,6 +272,28 @@ class ViserViewer:
                     time.sleep(delay)
                 else:
                     next_time = time.perf_counter()  # slower than real time: do not try to catch up
+
+    def _reset_dropdown(self) -> None:
+        """Put the dropdown back on the running policy and the offered list (fires its callback: a no-op request)."""
+        if tuple(self.policy_dropdown.options) != self.policy_names:
+            self.policy_dropdown.options = self.policy_names
+        self.policy_dropdown.value = self.sim.policy_name
+
+    def _refresh(self) -> None:
+        """Show the last readout and the errors again, after a failed step (never raises: the loop goes on)."""
+        try:
+            self._show(self.sim.last, record=False)
+        except Exception as exc:  # the page itself failing: the terminal has it
+            log.error("the page could not be updated: %s: %s", type(exc).__name__, exc, exc_info=exc)
+
+    def _guarded(self, context: str, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``callback`` for a GUI event, with any exception it raises reported instead of raised."""
+        def guarded(event: Any) -> None:
+            try:
+                callback(event)
+            except Exception as exc:
+                self.errors.report(context, exc)
+        return guarded
 
     def close(self) -> None:
         """Stop the server."""
@@ -277,14 +364,12 @@ class ViserViewer:
         sim = self.sim
         gui.add_markdown(f"**{sim.robot.name}**: drag the gizmo to move the goal; the policy drives the arm in MuJoCo.")
         choices = policy_choices(sim.robot, sim.checkpoint)
-        if sim.policy_name not in choices:  # a checkpoint path given as --policy
+        if sim.policy_name not in choices:  # a checkpoint path given as --policy (by the operator)
             choices = (sim.policy_name, *choices)
-        self.policy_dropdown = gui.add_dropdown("Policy", choices, initial_value=sim.policy_name,
+        self.policy_names = tuple(choices)
+        self.policy_dropdown = gui.add_dropdown("Policy", self.policy_names, initial_value=sim.policy_name,
                                                 hint="the IK controller, named as in python -m hik_sim.evaluate")
-
-        @self.policy_dropdown.on_update
-        def _(_: Any) -> None:
-            self.request_policy(str(self.policy_dropdown.value))
+        self.policy_dropdown.on_update(self._guarded("the policy dropdown failed", lambda _: self.request_policy(self.policy_dropdown.value)))
 
         self.errors_text = gui.add_markdown("")
         with gui.add_folder("HarmoAtt-IK fusion weights"):
@@ -292,15 +377,13 @@ class ViserViewer:
         snap = gui.add_button("Goal to end-effector")
         reset = gui.add_button("Reset robot to home")
 
-        @snap.on_click
-        def _(_: Any) -> None:
-            with self._lock:
-                self._pending_snap = True
+        snap.on_click(self._guarded("the goal-to-end-effector button failed", lambda _: self._request(snap=True)))
+        reset.on_click(self._guarded("the reset button failed", lambda _: self._request(reset=True)))
 
-        @reset.on_click
-        def _(_: Any) -> None:
-            with self._lock:
-                self._pending_reset = True
+    def _request(self, snap: bool = False, reset: bool = False) -> None:
+        with self._lock:
+            self._pending_snap = self._pending_snap or snap
+            self._pending_reset = self._pending_reset or reset
 
     def _set(self, key: str, handle: Any, value: Any) -> None:
         if self._shown.get(key) != value:
@@ -310,9 +393,10 @@ class ViserViewer:
             else:
                 handle.value = value
 
-    def _show(self, readout: Readout) -> None:
-        self._latencies.append(readout.ik_latency_ms)
-        del self._latencies[:-25]
+    def _show(self, readout: Readout, record: bool = True) -> None:
+        if record or not self._latencies:
+            self._latencies.append(readout.ik_latency_ms)
+            del self._latencies[:-25]
         median = float(np.median(self._latencies))  # robust to the odd slow step (a restart, a busy machine)
         text = ("| | |\n|---|---|\n"
                 f"| position error | {readout.pos_err_mm:.2f} mm |\n"
@@ -322,6 +406,9 @@ class ViserViewer:
                 f"| sim time | {readout.sim_time:.1f} s |")
         if self.policy_error:
             text += f"\n\n**policy not changed:** {self.policy_error}"
+        error = self.errors.page_text()
+        if error:
+            text += f"\n\n**error:** {error}"
         self._set("md:errors", self.errors_text, text)
         self._set("md:fusion", self.fusion_text, fusion_markdown(readout, self.sim.network_kind))
 
