@@ -40,7 +40,7 @@ setup(
     extras_require={
         # numba: the tests cover fast_network's compiled backend too; viser: the viewer's tests (tests/test_viewer.py);
         # mypy: tests/test_conventions.py checks that it passes (pinned to a minor release: new ones find new things)
-        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14", "mypy>=2.4,<2.5"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14", "mypy>=2.4,<2.5", "onnx>=1.16", "onnxruntime>=1.18"],
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
         # python -m hik_sim.viewer's web page (viser ships its browser client: works offline)
@@ -49,6 +49,8 @@ setup(
         "tensorboard": ["tensorboard>=2.14"],
         # hik_sim.learning.fast_network's compiled backend (one pose through a network in tens of µs); NumPy is the fallback
         "fast": ["numba>=0.59"],
+        # python -m hik_sim.export: a network as one ONNX graph, checked with onnxruntime (docs/deployment.md)
+        "onnx": ["onnx>=1.16", "onnxruntime>=1.18"],
     },
     entry_points={"console_scripts": []},
     classifiers=["Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"],
