@@ -13,12 +13,14 @@ setup(
     license="BSD-3-Clause",
     python_requires=">=3.10",
     packages=find_packages(include=["hik_sim", "hik_sim.*"]),
-    package_data={"hik_sim": ["py.typed", "robots/*/*.urdf", "policies/pretrained/*/*.pt", "policies/pretrained/*/*.json",
+    # the networks the controllers and the evaluator's defaults use; the papers' baselines stay in benchmarks/checkpoints
+    package_data={"hik_sim": ["py.typed", "robots/*/*.urdf", "policies/pretrained/*/*.safetensors", "policies/pretrained/*/*.json",
                               "policies/pretrained/index.json"]},
-    include_package_data=True,
+    include_package_data=False,  # package_data lists every data file; the sdist takes them from there too
     install_requires=[
         # torch: on these machines install torch==2.13.0 first (a CPU wheel); a bare "torch" pulls CUDA.
         "torch>=2.3,<2.14",
+        "safetensors>=0.4,<1",  # checkpoints (hik_sim.learning.checkpoint): tensors and strings, no pickle
         "mujoco>=3.3,<4.0",  # dm-control 1.0.50 breaks on mujoco 4.0
         "dm-control>=1.0.30,<1.1",
         "gymnasium>=1.0,<1.5",
@@ -52,6 +54,10 @@ setup(
         # python -m hik_sim.export: a network as one ONNX graph, checked with onnxruntime (docs/deployment.md)
         "onnx": ["onnx>=1.16", "onnxruntime>=1.18"],
     },
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [  # the same commands as python -m hik_sim.train / .evaluate / .viewer
+        "hik-sim-train = hik_sim.learning.train:main",
+        "hik-sim-evaluate = hik_sim.evaluation.evaluate:main",
+        "hik-sim-viewer = hik_sim.viewer.__main__:main",
+    ]},
     classifiers=["Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"],
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hik_sim.errors import HikError
+from hik_sim.errors import CheckpointError
 
 __all__ = ["PRETRAINED_DIR", "BENCHMARK_NETWORKS", "BENCHMARK_CHECKPOINTS_ENV", "IKController", "benchmark_checkpoints_dir",
            "pretrained_path", "pretrained_names", "load_pretrained", "hybrid_seed_name", "hybrid_fallback_name", "load_hybrid_fallback",
@@ -174,17 +174,17 @@ def pretrained_path(robot: str, model: str) -> Path:
     """The checkpoint file of ``robot`` and ``model``: shipped, or one of the papers' baselines and controls from a checkout.
 
     Raises:
-        HikError: no such checkpoint (the message lists the shipped ones); for one of :data:`BENCHMARK_NETWORKS`
+        CheckpointError: no such checkpoint (the message lists the shipped ones); for one of :data:`BENCHMARK_NETWORKS`
             absent here (an installed package), where it lives and how to get it.
     """
     path = _find(robot, model)
     if path is not None:
         return path
     if model in BENCHMARK_NETWORKS.get(robot, ()):
-        raise HikError(f"{robot}/{model} is one of the seed papers' baselines and controls, which live in the repository's "
+        raise CheckpointError(f"{robot}/{model} is one of the seed papers' baselines and controls, which live in the repository's "
                        f"benchmarks/checkpoints/{robot}/ and not in the installed package; run from a checkout of the repository "
                        f"(git clone, then pip install -e .) or set {BENCHMARK_CHECKPOINTS_ENV} to that checkout's benchmarks/checkpoints folder")
-    raise HikError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
+    raise CheckpointError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
 
 
 def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork
