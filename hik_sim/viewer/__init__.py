@@ -4,7 +4,8 @@ Two backends:
 
 - ``viser`` (default): a web page (:class:`~hik_sim.viewer.viser_backend.ViserViewer`) with the
   robot's MuJoCo scene, a goal gizmo and a panel (policy, errors, IK latency, HarmoAtt-IK fusion
-  weights and temperatures). Works offline, on a remote machine and without a display; needs
+  weights and temperatures). Works offline and without a display; served on 127.0.0.1 unless told
+  otherwise, it takes from the page only the policies it lists (:mod:`hik_sim.viewer.access`); needs
   ``pip install 'hik_sim[viewer]'``.
 - ``mujoco``: MuJoCo's own viewer (:func:`~hik_sim.viewer.mujoco_backend.run_mujoco_viewer`),
   the goal being the scene's ``target`` mocap body; needs a display.

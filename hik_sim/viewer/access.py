@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from hik_sim.errors import HikError
+
 __all__ = ["DEFAULT_HOST", "allowed_handshake", "install_origin_check", "is_loopback", "remote_warning"]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -81,12 +83,12 @@ def install_origin_check(server: Any, loopback: bool, on_error: Callable[[Except
     drop whatever a refused connection sent before it was closed.
 
     Raises:
-        RuntimeError: the viser installed lacks those internals (the viewer must not serve unchecked).
+        HikError: the viser installed lacks those internals (the viewer must not serve unchecked).
     """
-    websock = getattr(server, "_websock_server", None)
+    websock: Any = getattr(server, "_websock_server", None)
     if not (isinstance(getattr(websock, "_live_connections", None), dict) and isinstance(getattr(websock, "_client_connect_cb", None), list)
             and callable(getattr(websock, "_handle_incoming_message", None))):
-        raise RuntimeError("this viser version does not expose its websocket connections; the viewer's Origin check "
+        raise HikError("this viser version does not expose its websocket connections; the viewer's Origin check "
                            "needs viser 1.1 (pip install 'viser>=1.1,<2')")
     refused: set[int] = set()  # client ids are never reused; kept, so a message still queued is dropped too
     dispatch = websock._handle_incoming_message  # noqa: SLF001 - viser has no public hook (see above)
