@@ -352,7 +352,7 @@ def test_example_script_runs_and_writes_a_video(tmp_path) -> None:  # noqa: ANN0
     assert list((tmp_path / "videos").glob("reach-episode-0.mp4"))
 
 
-def test_readme_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> None:
+def test_networks_md_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> None:
     import importlib.util
     import sys
     from pathlib import Path
@@ -364,8 +364,8 @@ def test_readme_ablation_table_matches_a_rerun_on_the_shipped_checkpoints() -> N
     ablation = importlib.util.module_from_spec(spec)
     sys.modules["ablation"] = ablation
     spec.loader.exec_module(ablation)
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    shown = readme.split("<!-- ablation:models:begin -->\n", 1)[1].split("<!-- ablation:models:end -->", 1)[0]
+    page = (root / "docs" / "networks.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- ablation:models:begin -->\n", 1)[1].split("<!-- ablation:models:end -->", 1)[0]
     rows = [compare_networks(robot_by_id(name), shipped_pair(robot_by_id(name)), 10_000) for name in robot_names()]
     assert ablation.markdown(rows, []) == shown
 

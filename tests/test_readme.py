@@ -3,6 +3,7 @@ and every relative link in the README and docs/ reaches a file and heading that 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -82,3 +83,64 @@ def test_readme_python_snippets_run(tmp_path: Path) -> None:
     for snippet in snippets:
         done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
+
+
+_RECORDS = ROOT / "benchmarks" / "results"
+
+
+def _network_alone(robot: str) -> list[float]:
+    rows = json.loads((_RECORDS / "shipped_networks.json").read_text())["rows"]
+    test = next(row["test"] for row in rows if row["robot"] == robot and row["name"] == "harmoatt_4answers")
+    return [test["pos_mean_mm"], test["rot_mean_deg"], 100 * test["success_5mm_2deg"]]
+
+
+def _hybrid_success(robot: str) -> list[float]:
+    rows = json.loads((_RECORDS / "success_rate.json").read_text())["rows"]
+    return [next(100 * row["success_5mm_2deg"] for row in rows if row["robot"] == robot and row["restarts"] == 49)]
+
+
+def _one_target(solver: str, robot: str) -> list[float]:
+    peer = next(row for row in json.loads((_RECORDS / "ik_all.json").read_text())["peers"][robot] if row["solver"] == solver)
+    return [100 * peer["success_5mm_2deg"]] if peer["success_5mm_2deg"] == 0 else [peer["median_ms"]]  # a peer that fails: "0.0 % solved"
+
+
+# The results table's columns after robot and DOF: the record each cell links to, and its figures in the order shown.
+_COLUMNS = [
+    ("shipped_networks.json", _network_alone),
+    ("success_rate.json", _hybrid_success),
+    ("ik_all.json", lambda robot: _one_target("hik_sim single-target (mlp_seed seed → LM)", robot)),
+    ("ik_all.json", lambda robot: _one_target("TRAC-IK (pytracik, Speed, 5 ms)", robot)),
+]
+
+
+def _results_rows(readme: str) -> list[list[str]]:
+    section = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| `")]
+
+
+def _figure_mismatches(readme: str) -> list[str]:
+    """Cells of README's results table that link elsewhere than their record or show a figure it does not hold at the rounding shown."""
+    mismatches = []
+    for robot_cell, _dof, *cells in _results_rows(readme):
+        robot = robot_cell.strip("`")
+        for cell, (record, figures) in zip(cells, _COLUMNS, strict=True):
+            link = re.fullmatch(r"\[(.+)\]\(benchmarks/results/([^)]+)\)", cell)
+            if link is None or link.group(2) != record:
+                mismatches.append(f"{robot}: {cell} does not link to benchmarks/results/{record}")
+                continue
+            shown = re.findall(r"\d+\.\d+|\d+", link.group(1))
+            expected = figures(robot)
+            rounded = [f"{value:.{len(text.partition('.')[2])}f}" for text, value in zip(shown, expected)]
+            if len(shown) != len(expected) or rounded != shown:
+                mismatches.append(f"{robot}: {cell} shows {shown}, {record} holds {rounded or expected}")
+    return mismatches
+
+
+def test_readme_results_table_figures_match_their_records() -> None:
+    rows = _results_rows(README)
+    assert [row[0].strip("`") for row in rows] == ["irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"]
+    assert _figure_mismatches(README) == []
+    # the check itself finds a figure off by one in its last digit, and a link to another record
+    wrong = README.replace("[1.84 / 0.87 / 90.9 %]", "[1.84 / 0.88 / 90.9 %]").replace(
+        "[0.185](benchmarks/results/ik_all.json)", "[0.185](benchmarks/results/paper.json)")
+    assert len(_figure_mismatches(wrong)) == 2
