@@ -35,11 +35,57 @@ def test_registering_does_not_import_torch() -> None:
 @pytest.mark.parametrize("env_id", [i for i in hik_sim.envs.ENV_IDS if i.count("-") == 2])
 def test_check_env_passes_and_renders(env_id: str) -> None:
     env = gym.make(env_id, render_mode="rgb_array", width=96, height=72)
-    check_env(env.unwrapped, skip_render_check=True)  # the render check would also open a 'human' window
+    check_env(env.unwrapped)  # the render check too: every declared mode (rgb_array) renders headless
     env.reset(seed=0)
     frame = env.render()
     assert frame.shape == (72, 96, 3) and frame.std() > 5
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["hik_sim/Reach-irb120-v0", "hik_sim/Track-irb120-v0", "hik_sim/ReachGoal-irb120-v0"])
+def test_observations_are_finite_boxes_and_human_rendering_goes_through_gymnasium(env_id: str) -> None:
+    env = gym.make(env_id)
+    for box in env.observation_space.spaces.values():
+        assert np.isfinite(box.low).all() and np.isfinite(box.high).all()
+    assert env.unwrapped.metadata["render_modes"] == ["rgb_array"]
+    with pytest.raises(HikError, match=r"render_mode='human' is not built into.*gymnasium.make.*pygame.*python -m hik_sim.viewer"):
+        type(env.unwrapped)(robot="irb120", render_mode="human")
+    pytest.importorskip("pygame")
+    with pytest.warns(UserWarning, match="HumanRendering wrapper"):
+        human = gym.make(env_id, render_mode="human")  # no window until the first render
+    assert isinstance(human, gym.wrappers.HumanRendering) and human.unwrapped.render_mode == "rgb_array"
+    assert gym.make(env_id).unwrapped.metadata["render_modes"] == ["rgb_array"]  # the wrapper copied, not changed, ours
+    human.close()
+
+
+@pytest.mark.slow  # a process under Xvfb: about 10 s
+def test_human_rendering_under_xvfb_exits_cleanly(tmp_path) -> None:  # noqa: ANN001
+    import shutil
+
+    pytest.importorskip("pygame")
+    if shutil.which("xvfb-run") is None:
+        pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
+    script = tmp_path / "human.py"
+    script.write_text("import gymnasium as gym, hik_sim\n"
+                      "env = gym.make('hik_sim/Reach-irb120-v0', render_mode='human', width=160, height=120)\n"
+                      "obs, _ = env.reset(seed=0)\n"
+                      "for _ in range(5):\n    env.step(obs['joint_pos'])\n"
+                      "env.close()\nprint('closed')\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
+    done = subprocess.run(["xvfb-run", "-a", sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and "closed" in done.stdout, done.stderr[-2000:]
+
+
+def test_observations_are_clipped_into_their_bounds() -> None:
+    env = gym.make("hik_sim/Reach-irb120-v0", max_joint_speed=None)
+    base = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    assert base.position_bound == pytest.approx(1.5 * base.max_reach) and np.linalg.norm(obs["ee_pos"]) < base.max_reach + 1e-6
+    for step in range(6):  # jumps across the whole range: the fastest joints the servos produce
+        obs, *_ = env.step(base.upper if step % 2 else base.lower)
+        assert env.observation_space.contains(obs)
+    base.data.qvel[base.scene.chain_dof] = 1e3  # a velocity no servo produces reads as the bound
+    assert np.allclose(base._observation()["joint_vel"], 50.0)
 
 
 @pytest.mark.parametrize("kind", ["Reach", "Track"])

@@ -52,9 +52,11 @@ WORKSPACE_MARGIN = 1.5
 """Observed positions (end-effector, goal) are bounded per axis by ±this × the chain's largest
 reach (:attr:`RobotGoalEnv.max_reach`; unreachable goals lie at 1.2 × it) and clipped into it."""
 HUMAN_RENDER_MESSAGE = (
-    "render_mode='human' is not offered: MuJoCo's passive viewer window, which it would open, crashes (exit 139) or hangs "
-    "when the process exits; use render_mode='rgb_array' (frames, gymnasium.wrappers.RecordVideo) or the interactive "
-    "viewer, python -m hik_sim.viewer (a web page; --backend mujoco for MuJoCo's window)")
+    "render_mode='human' is not built into the environment class: make it with gymnasium.make(ENV_ID, render_mode='human'), "
+    "which shows the rgb_array frames in a pygame window (Gymnasium's HumanRendering wrapper; pip install pygame); "
+    "MuJoCo's passive viewer, which a built-in human mode would open, crashes (exit 139) or hangs when the process exits "
+    "under Xvfb. Or use render_mode='rgb_array' (frames, gymnasium.wrappers.RecordVideo), or the interactive viewer, "
+    "python -m hik_sim.viewer")
 
 
 def resolve_robot(robot: str | RobotSpec | None, urdf: str | None, base: str | None, ee: str | None) -> RobotSpec:
@@ -122,7 +124,8 @@ class RobotGoalEnv(gym.Env):
 
     Raises:
         HikError: a bad robot, render mode, camera, tolerance, speed, action type or IK; ``render_mode="human"``
-            (not offered: MuJoCo's passive viewer does not close reliably; use ``rgb_array`` or ``python -m hik_sim.viewer``).
+            given to the class itself (``gymnasium.make(..., render_mode="human")`` shows the ``rgb_array``
+            frames in a pygame window; MuJoCo's passive viewer does not close reliably).
         SceneError: with ``render_mode="rgb_array"``, a size outside the scene's offscreen buffer
             (1280 × 960 px by default), found here rather than at the first render.
     """
