@@ -42,7 +42,10 @@ setup(
     extras_require={
         # numba: the tests cover fast_network's compiled backend too; viser: the viewer's tests (tests/test_viewer.py);
         # mypy: tests/test_conventions.py checks that it passes (pinned to a minor release: new ones find new things)
-        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14", "mypy>=2.4,<2.5", "onnx>=1.16", "onnxruntime>=1.18"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "numba>=0.59", "viser>=1.1,<2", "tensorboard>=2.14", "mypy>=2.4,<2.5", "onnx>=1.16", "onnxruntime>=1.18",
+                 "stable-baselines3>=2.3"],
+        # examples/sb3_reach.py and benchmarks/rl_reach.py (SAC + HER); with torch 2.13.0 installed it adds no other torch
+        "rl": ["stable-baselines3>=2.3"],
         # peers measured by benchmarks/ik_bench.py
         "bench": ["pytracik>=0.0.3", "optik-py>=0.5"],
         # python -m hik_sim.viewer's web page (viser ships its browser client: works offline)
