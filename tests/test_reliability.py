@@ -30,6 +30,94 @@ def test_two_processes_converting_one_mesh_do_not_clash(tmp_path: Path, monkeypa
     assert sorted(p.suffix for p in converted.path.parent.iterdir()) == [".json", ".stl"]  # no temporary left behind
 
 
+def test_an_empty_or_relative_cache_variable_falls_back_to_the_default_cache(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)  # a cache in the current folder would land here
+    default = tmp_path / "home" / ".cache" / "hik_sim"
+    for variables in ({"HIK_SIM_CACHE": "", "XDG_CACHE_HOME": ""}, {"HIK_SIM_CACHE": "  ", "XDG_CACHE_HOME": "relative"}):
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        assert meshes.cache_root() == default
+        assert meshes.cache_dir() == default / "meshes" and not (tmp_path / "meshes").exists()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert meshes.cache_root() == tmp_path / "xdg" / "hik_sim"
+    monkeypatch.setenv("HIK_SIM_CACHE", str(tmp_path / "own"))
+    assert meshes.cache_root() == tmp_path / "own"
+
+
+def test_a_mesh_cache_that_cannot_be_written_is_a_mesh_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    from hik_sim.errors import MeshError
+
+    source = tmp_path / "part.stl"
+    source.write_text(TETRA_ASCII_STL)  # ASCII STL: converted into the cache
+
+    def disk_full(target: Path, write) -> None:  # noqa: ANN001
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setenv("HIK_SIM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(meshes, "write_atomically", disk_full)
+    with pytest.raises(MeshError, match=r"cannot write the mesh cache .*cache/meshes: No space left on device; free space "
+                                        r"there or set HIK_SIM_CACHE to a writable folder"):
+        meshes.mujoco_mesh(source)
+    (tmp_path / "a_file").write_text("x")
+    monkeypatch.setenv("HIK_SIM_CACHE", str(tmp_path / "a_file"))
+    with pytest.raises(MeshError, match=r"cannot write the mesh cache .*a_file/meshes: (Not a directory|File exists)"):
+        meshes.mujoco_mesh(source)
+    with pytest.raises(MeshError, match=r"cannot read mesh .*missing.stl: No such file"):
+        meshes.mujoco_mesh(tmp_path / "missing.stl")
+
+
+def test_written_files_get_the_umasks_permissions_so_a_shared_cache_is_readable(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import stat
+
+    from hik_sim.atomic import write_atomically
+
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    previous = os.umask(0o027)
+    try:
+        write_atomically(tmp_path / "new.txt", lambda path: path.write_text("x"))
+        assert mode(tmp_path / "new.txt") == 0o640  # as open() would make it (mkstemp alone: 0o600)
+        (tmp_path / "new.txt").chmod(0o604)
+        write_atomically(tmp_path / "new.txt", lambda path: path.write_text("y"))
+        assert mode(tmp_path / "new.txt") == 0o604  # a rewritten file keeps its mode
+        os.umask(0o022)
+        monkeypatch.setenv("HIK_SIM_CACHE", str(tmp_path / "cache"))
+        source = tmp_path / "part.stl"
+        source.write_text(TETRA_ASCII_STL)
+        converted = meshes.mujoco_mesh(source)
+        assert mode(converted.path) == 0o644 and mode(converted.path.with_suffix(".json")) == 0o644
+    finally:
+        os.umask(previous)
+
+
+def test_every_file_a_training_run_writes_gets_the_umasks_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from conftest import robot_by_id
+
+    from hik_sim.learning.train import TrainConfig, train
+
+    previous = os.umask(0o022)
+    try:
+        config = TrainConfig(model="mlp", steps=2, batch=32, eval_size=32, eval_every=1, normalizer_samples=1000, device="cpu",
+                             model_options=(("hidden", 16), ("layers", 2)), keep_best=True)
+        train(robot_by_id("irb120"), config, out=tmp_path / "run" / "net.pt", progress=False)
+    finally:
+        os.umask(previous)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (tmp_path / "run").iterdir()}
+    written = ("net.pt", "net.json", "net.curve.csv", "net.curve.png", "net.best.pt", "net.best.json")
+    assert modes == dict.fromkeys(written, 0o644)
+
+
 def test_the_evaluators_multistart_does_not_replay_its_targets() -> None:
     # `evaluate --robot irb120 --policy multistart --ik-targets 500` at the default seed 0 said 100.0 %, 0.000 mm
     from hik_sim.evaluation.evaluate import EvalConfig, build_policy, ik_accuracy
@@ -162,6 +250,24 @@ def test_names_longer_than_the_os_allows_are_clear_errors(tmp_path: Path) -> Non
         claim_run_folder(tmp_path / too_long)
 
 
+def test_a_training_run_overwrites_only_what_a_run_wrote(tmp_path: Path) -> None:
+    from hik_sim.errors import CheckpointError, OutputError
+    from hik_sim.learning.train_paths import check_output_path, check_run_paths
+
+    (tmp_path / "notes.json").write_text('{"mine": true}')  # the card of notes.pt would replace it
+    with pytest.raises(CheckpointError, match=r"out .*notes.pt: the run would overwrite .*notes.json, which is not written"):
+        check_output_path(tmp_path / "notes.pt")
+    (tmp_path / "plot.curve.csv").write_text("x,y\n1,2\n")  # so would its curve
+    with pytest.raises(CheckpointError, match=r"would overwrite .*plot.curve.csv, which is not"):
+        check_output_path(tmp_path / "plot.pt")
+    assert check_output_path(tmp_path / "notes.pt", force=True) == tmp_path / "notes.pt"
+    assert (tmp_path / "notes.json").read_text() == '{"mine": true}'  # checking writes nothing
+    with pytest.raises(CheckpointError, match=r"^out .*: the name 'o+…o+\.pt' is 304 bytes long"):
+        check_run_paths(tmp_path / ("o" * 301 + ".pt"))
+    with pytest.raises(OutputError, match=r"cannot write tensorboard .*notes.json/tb: it lies under .*notes.json, which is a file"):
+        check_run_paths(None, tensorboard=tmp_path / "notes.json" / "tb")
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A corpus of hostile input, per entry point. Each entry: what is given, and what the HikError (or, from the command
 # line, the one `error:` line with exit code 2) must say. Add a row to extend it. Rows marked KNOWN are bugs in files
@@ -223,6 +329,26 @@ CLI_CORPUS = [
     ("train", ["--init-from", "{tmp}/missing.pt"], r"checkpoint not found"),
     ("train", ["--urdf", "{tmp}/missing.urdf", "--base", "a", "--ee", "b"], r"URDF file not found: .*missing.urdf"),
     ("train", ["--urdf", "{tmp}/file.txt", "--base", "a", "--ee", "b"], r"file.txt"),
+    ("train", ["--out", "{tmp}/" + "a" * 300 + ".pt"], r"--out .*: the name 'a+…a+\.pt' is 303 bytes long; this file system "
+                                                      r"allows \d+ per name, less 32 for the files written beside it"),
+    ("train", ["--resume", "{tmp}/" + "r" * 300 + ".pt"], r"--resume .*: the name 'r+…r+\.pt' is 303 bytes long"),
+    ("train", ["--init-from", "{tmp}/" + "i" * 300 + ".pt"], r"--init-from .*: the name 'i+…i+\.pt' is 303 bytes long"),
+    ("train", ["--tensorboard", "{tmp}/" + "t" * 300], r"--tensorboard .*: the name 't+…t+' is 300 bytes long"),
+    ("train", ["--out", "{tmp}/file.txt"], r"--out .*file.txt: the run would overwrite .*file.txt, which is not written by a "
+                                           r"hik_sim run; give another path, or add --force"),
+    ("train", ["--out", "{pretrained}/irb120/mlp.pt"], r"--out .*mlp.pt is inside the package's shipped networks .* or add --force"),
+    ("train", ["--tensorboard", "{tmp}/file.txt/tb"], r"cannot write --tensorboard .*tb: it lies under .*file.txt, which is a "
+                                                      r"file, not a folder"),
+    ("train", ["--batch", "1e9"], r"argument --batch: invalid int value: '1e9'"),
+    ("train", ["--batch", "1000000000"], r"batch \(--batch\) must be in \[1, 1,048,576\], got 1,000,000,000"),
+    ("train", ["--eval-size", "1000000000"], r"eval_size \(--eval-size\) must be in \[1, 1,000,000\], got 1,000,000,000"),
+    ("train", ["--model-option", "blocks=1000000000"], r"model option blocks \(--model-option blocks=N\) must be at most 64, "
+                                                       r"got 1,000,000,000"),
+    ("train", ["--model", "mlp", "--model-option", "hidden=1e9"], r"model option hidden .* must be at most 16,384"),
+    ("train", ["--model", "cycleik", "--model-option", "layers=[64, 1000000]"], r"model option layers .* at most 16,384 each"),
+    ("train", ["--lr", "1e30"], r"lr \(--lr\) must be in \(0, 1\], got 1e\+30"),
+    ("train", ["--entropy-weight", "-11"], r"entropy_weight \(--entropy-weight\) must be in \[-10, 10\], got -11"),
+    ("train", ["--eval-seconds", "0"], r"eval_seconds must be positive and finite, got 0.0"),
     ("evaluate", ["--robot", "nope"], r"unknown robot 'nope'; registered robots are"),
     ("evaluate", ["--episodes", "0"], r"episodes, track_episodes and ik_targets must be at least 1"),
     ("evaluate", ["--ik-targets", "-5"], r"ik_targets must be at least 1"),

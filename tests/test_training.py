@@ -459,3 +459,149 @@ def test_a_compiled_training_step_breaks_only_at_the_beta_update() -> None:
         network(batch.pos * float("nan"), batch.quat)
     with pytest.raises(HikError, match="finite"):
         chain.fk(torch.full((1, chain.dof), float("nan")))
+
+
+# Feedback while a run trains, and hostile input to the trainer.
+
+SMALL = dict(model="mlp", batch=32, lr=3e-3, warmup_steps=2, model_options=(("hidden", 16), ("layers", 2)), eval_size=32,
+             normalizer_samples=1000, device="cpu")
+
+
+def test_the_progress_bar_and_its_eta_follow_the_nearer_end_of_the_budget() -> None:
+    from hik_sim.learning.train_progress import TrainingProgress, budget_fraction, eta_seconds
+
+    # --minutes 0.5: 12 of 2,000 steps after 15 s is half the run, with 15 s left (not 12/2000 and 40 minutes)
+    assert budget_fraction(12, 2000, 15.0, 30.0) == pytest.approx(0.5)
+    assert eta_seconds(12, 2000, 15.0, 30.0, steps_this_run=12, seconds_this_run=15.0) == pytest.approx(15.0)
+    # the steps end first: 50 of 100 steps in 10 s with 10 minutes to spare: half done, 10 s left
+    assert budget_fraction(50, 100, 10.0, 600.0) == pytest.approx(0.5)
+    assert eta_seconds(50, 100, 10.0, 600.0, steps_this_run=50, seconds_this_run=10.0) == pytest.approx(10.0)
+    # a resumed run's rate is its own (40 steps in 20 s), not its lineage's
+    assert eta_seconds(60, 100, 50.0, math.inf, steps_this_run=40, seconds_this_run=20.0) == pytest.approx(20.0)
+    bar = TrainingProgress(2000, 30.0, first_step=0, elapsed_before=0.0, show=False, desc="irb120 mlp")
+    assert bar.text(12, 15.0) == "step 12/2,000, 0:15/0:30, ETA 0:15, 0.8 step/s"
+    bar.validated({"pos_mean_mm": 388.66, "rot_mean_deg": 78.0, "success_5mm_2deg": 0.0}, 3.2e-4)
+    assert bar.text(24, 30.0).endswith("ETA 0:00, 0.8 step/s, val 388.7 mm 78.0° ok 0.0%, lr 3.2e-04")
+
+
+def test_validation_by_the_clock_takes_a_tenth_of_the_budget_or_three_validations_time() -> None:
+    from hik_sim.learning.train_progress import ValidationClock
+
+    clock = ValidationClock(None, budget_s=30.0, now=0.0)
+    assert clock.interval() == pytest.approx(3.0) and not clock.due(2.9) and clock.due(3.0)
+    clock.done(3.0, 5.0)  # a validation of 2 s: the next one 6 s after it ends
+    assert clock.interval() == pytest.approx(6.0) and not clock.due(10.9) and clock.due(11.0)
+    assert ValidationClock(None, budget_s=math.inf, now=0.0).interval() == math.inf  # a step budget: by steps only
+    assert ValidationClock(0.5, budget_s=math.inf, now=0.0).interval() == pytest.approx(0.5)
+
+
+def test_a_short_timed_run_draws_its_validation_curve() -> None:
+    result = train(robot_by_id("irb120"), TrainConfig(steps=10**6, minutes=0.05, eval_every=10**6, **SMALL), progress=False)
+    steps = [int(h["step"]) for h in result.history]
+    assert len(steps) >= 3, steps  # 3 s at one validation per 0.3 s (or per three validations' time)
+    assert steps == sorted(set(steps)) and steps[-1] == result.card.steps < 10**6
+    begun = [h["elapsed_s"] for h in result.history[:-1]]  # the last is the end of the budget
+    assert all(b - a >= 0.3 for a, b in zip(begun, begun[1:])), begun
+
+
+def test_help_answers_without_importing_torch() -> None:
+    import subprocess
+    import sys
+    import time
+
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "hik_sim.train", "--help"], capture_output=True,
+                          text=True, timeout=60)
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0 and "--minutes" in done.stdout and "--force" in done.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "hik_sim.learning.train_cli" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("torch", "mujoco")], "--help imported torch or mujoco"
+    assert seconds < 10  # under 2 s on an idle machine (about 1 s measured); generous for a loaded CI runner
+
+
+def test_the_command_line_lists_the_loss_defaults_the_loss_has() -> None:
+    from hik_sim.learning.train_cli import LOSS_DEFAULTS
+
+    assert {name: getattr(LossConfig(), name) for name in LOSS_DEFAULTS} == LOSS_DEFAULTS
+
+
+def test_a_budget_that_ends_before_the_first_step_still_validates_once(tmp_path, capsys) -> None:  # noqa: ANN001
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    argv = ["--robot", "irb120", "--model", "mlp", "--model-option", "hidden=16", "--model-option", "layers=2",
+            "--eval-size", "32", "--device", "cpu", "--no-progress", "--minutes", "1e-12", "--out", str(notes)]
+    with pytest.raises(SystemExit) as exited:  # a text file is not overwritten ...
+        train_main(argv)
+    assert exited.value.code == 2 and "which is not written by a hik_sim run" in capsys.readouterr().err
+    assert notes.read_text() == "mine"
+    assert train_main(argv + ["--force"]) == 0  # ... unless forced
+    printed = capsys.readouterr()
+    assert "ended before the first step" in printed.err and "validation (32 targets): position" in printed.out
+    card = read_checkpoint(notes)["card"]
+    assert card["steps"] == 0 and 1.0 < card["metrics"]["pos_mean_mm"] < 5000.0  # an untrained network, validated
+
+
+def test_resume_names_the_options_that_differ_and_no_run_starts_from_non_finite_weights(tmp_path) -> None:  # noqa: ANN001
+    from hik_sim.errors import TrainingError
+
+    robot, path = robot_by_id("irb120"), tmp_path / "net.pt"
+    train(robot, TrainConfig(steps=2, **SMALL), out=path, progress=False)
+    wider = TrainConfig(steps=4, **(SMALL | {"model_options": (("hidden", 24), ("layers", 2))}))
+    with pytest.raises(TrainingError, match=r"resume \(--resume\) .* \(model option hidden: checkpoint 16, this run 24\)"):
+        train(robot, wider, resume=path, progress=False)
+    fixed = TrainConfig(steps=4, fixed_joints=(("joint_6", 0.0),), **SMALL)
+    with pytest.raises(TrainingError, match=r"fixed joint joint_6: checkpoint -, this run 0.0"):
+        train(robot, fixed, resume=path, progress=False)
+    payload = read_checkpoint(path)
+    name = next(k for k in payload["state_dict"] if k.endswith("weight"))
+    payload["state_dict"][name][0, 0] = float("inf")
+    torch.save(payload, tmp_path / "inf.pt")
+    for config, resume in ((TrainConfig(steps=4, **SMALL), tmp_path / "inf.pt"),
+                           (TrainConfig(steps=4, init_from=str(tmp_path / "inf.pt"), **SMALL), None)):
+        with pytest.raises(TrainingError, match=rf"\(--(resume|init-from)\) .*inf.pt: its weights hold NaN or inf \({name}\)"):
+            train(robot, config, resume=resume, progress=False)
+
+
+def test_a_failed_final_save_keeps_the_last_periodic_checkpoint_and_says_where(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import errno
+    import os
+    import re
+
+    import hik_sim.learning.train as train_module
+    from hik_sim.errors import CheckpointError
+
+    save, saves = train_module.save_checkpoint, []
+
+    def disk_full_at_the_third_save(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        saves.append(path)
+        if len(saves) >= 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return save(path, *args, **kwargs)
+
+    monkeypatch.setattr(train_module, "save_checkpoint", disk_full_at_the_third_save)
+    path = tmp_path / "net.pt"
+    config = TrainConfig(steps=3, checkpoint_minutes=1e-9, **SMALL)  # a periodic checkpoint after every step
+    with pytest.raises(CheckpointError, match=rf"cannot write checkpoint {re.escape(str(path))} at step 3: No space left on "
+                                              rf"device \(the disk is full\); the last checkpoint written, of step 2, is kept"):
+        train(robot_by_id("irb120"), config, out=path, progress=False)
+    assert read_checkpoint(path)["card"]["steps"] == 2 and read_checkpoint(path)["resume"]["step"] == 2
+
+
+def test_a_loss_that_turns_non_finite_stops_the_run_naming_the_learning_rate(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import hik_sim.learning.train as train_module
+    from hik_sim.errors import TrainingError
+
+    monkeypatch.setattr(train_module, "_learning_rate", lambda config, step, progress: 1e30)  # past TrainConfig's bound
+    with pytest.raises(TrainingError, match=r"(loss|weights) became NaN or inf by step \d+ at learning rate 1e\+30 .*lower lr "
+                                            r"\(--lr; the default is 0.001\).*no checkpoint of this run was written"):
+        train(robot_by_id("irb120"), TrainConfig(steps=30, eval_every=5, **SMALL), out=tmp_path / "net.pt", progress=False)
+    assert not (tmp_path / "net.pt").exists()  # no NaN weights saved
+
+
+def test_a_negative_entropy_weight_is_a_bounded_research_setting() -> None:
+    from hik_sim.errors import TrainingError
+
+    assert TrainConfig(loss=LossConfig(entropy_weight=-0.01)).loss.entropy_weight == -0.01  # rewards a spread fusion
+    with pytest.raises(TrainingError, match=r"entropy_weight \(--entropy-weight\) must be in \[-10, 10\], got -11"):
+        TrainConfig(loss=LossConfig(entropy_weight=-11.0))

@@ -43,7 +43,8 @@ class TrainingLog:
         plot_every_s: least time between two PNG redraws [s] (the last validation always draws).
 
     Raises:
-        OutputError: ``tensorboard`` is given but the ``tensorboard`` package is not installed.
+        OutputError: ``tensorboard`` is given but the ``tensorboard`` package is not installed, or the folder
+            cannot be made (a file, or under one).
     """
 
     def __init__(self, checkpoint: str | os.PathLike[str] | None, tensorboard: str | os.PathLike[str] | None = None, title: str = "",
@@ -62,18 +63,31 @@ class TrainingLog:
             except ImportError:
                 raise OutputError("--tensorboard needs the tensorboard package: pip install tensorboard "
                                   "(the CSV and PNG curves beside the checkpoint need nothing)") from None
-            Path(tensorboard).mkdir(parents=True, exist_ok=True)
-            self._writer = SummaryWriter(log_dir=str(tensorboard))
+            try:
+                Path(tensorboard).mkdir(parents=True, exist_ok=True)
+                self._writer = SummaryWriter(log_dir=str(tensorboard))
+            except OSError as exc:
+                raise OutputError(f"cannot write tensorboard {tensorboard}: {exc.strerror or exc}; give a folder that can "
+                                  "be made and written") from None
 
     def update(self, history: list[dict[str, float]], final: bool = False) -> None:
-        """Write the curve of ``history`` (one dict per validation, oldest first); ``final``: the run's last."""
+        """Write the curve of ``history`` (one dict per validation, oldest first); ``final``: the run's last.
+
+        Raises:
+            OutputError: a file cannot be written (a full disk), naming it.
+        """
         if not history:
             return
         if self.csv_path is not None and self.png_path is not None:  # both or neither
-            write_atomically(self.csv_path, lambda path: self._write_csv(path, history))
-            if final or time.monotonic() - self._plotted_at >= self.plot_every_s:
-                write_atomically(self.png_path, lambda path: self._plot(path, history))
-                self._plotted_at = time.monotonic()
+            csv_path, png_path = self.csv_path, self.png_path
+            try:
+                write_atomically(csv_path, lambda path: self._write_csv(path, history))
+                if final or time.monotonic() - self._plotted_at >= self.plot_every_s:
+                    write_atomically(png_path, lambda path: self._plot(path, history))
+                    self._plotted_at = time.monotonic()
+            except OSError as exc:
+                raise OutputError(f"cannot write the validation curve {csv_path.parent}/{csv_path.stem}.*: "
+                                  f"{exc.strerror or exc}") from None
         if self._writer is not None:
             for row in history[self._written:]:
                 for key in CURVE_COLUMNS[2:]:

@@ -5,8 +5,12 @@ assets by file stem (so ``a/link.stl`` and ``b/link.stl`` collide). :func:`mujoc
 mesh file into a uniquely named binary STL in the cache (COLLADA through trimesh + pycollada,
 keeping the mesh's own colour for the geom) and links files MuJoCo reads as they are.
 
-The cache is ``$HIK_SIM_CACHE`` or ``$XDG_CACHE_HOME/hik_sim`` (default ``~/.cache/hik_sim``);
-entries are keyed by the source file's path, size and modification time, so they refresh when the
+The cache is ``$HIK_SIM_CACHE`` or ``$XDG_CACHE_HOME/hik_sim`` (default ``~/.cache/hik_sim``); a
+variable set but empty counts as unset, and so does a relative ``XDG_CACHE_HOME`` (the XDG rule), so
+neither puts a cache in the current folder. Files are written with the umask's permissions
+(:func:`hik_sim.atomic.write_atomically`), so users who share a cache read each other's entries. A
+cache that cannot be written (a full disk, a folder of another user) is a :class:`~hik_sim.errors.MeshError`
+naming the folder; entries are keyed by the source file's path, size and modification time, so they refresh when the
 source changes. Conversion happens once per file. Cache writes are safe under concurrency: each
 file is written under a unique temporary name in the cache folder and renamed into place
 atomically, so processes building the same robot at once never see, or clash over, a half-written
@@ -26,7 +30,7 @@ from pathlib import Path
 from hik_sim.atomic import write_atomically
 from hik_sim.errors import MeshError
 
-__all__ = ["MujocoMesh", "cache_dir", "mujoco_mesh"]
+__all__ = ["MujocoMesh", "cache_dir", "cache_root", "mujoco_mesh"]
 
 _NATIVE = (".stl", ".obj", ".msh")
 _MIN_VERTICES = 4  # MuJoCo refuses meshes with fewer vertices
@@ -46,12 +50,34 @@ class MujocoMesh:
     rgba: tuple[float, float, float, float] | None
 
 
+def cache_root() -> Path:
+    """The cache's root folder: ``$HIK_SIM_CACHE``, else ``$XDG_CACHE_HOME/hik_sim``, else ``~/.cache/hik_sim``
+    (an empty variable counts as unset; so does a relative ``XDG_CACHE_HOME``)."""
+    own = os.environ.get("HIK_SIM_CACHE", "").strip()
+    if own:
+        return Path(own).expanduser().absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "hik_sim"
+
+
 def cache_dir() -> Path:
-    """The folder converted meshes live in (created on first use)."""
-    root = os.environ.get("HIK_SIM_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hik_sim"
-    path = Path(root) / "meshes"
-    path.mkdir(parents=True, exist_ok=True)
+    """The folder converted meshes live in (created on first use).
+
+    Raises:
+        MeshError: the folder cannot be made.
+    """
+    path = cache_root() / "meshes"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MeshError(_cache_problem(path, exc)) from None
     return path
+
+
+def _cache_problem(path: Path, exc: OSError) -> str:
+    return (f"cannot write the mesh cache {path}: {exc.strerror or exc}; free space there or set HIK_SIM_CACHE to a "
+            "writable folder")
 
 
 def _is_binary_stl(path: Path) -> bool:
@@ -107,12 +133,22 @@ def mujoco_mesh(source: Path) -> MujocoMesh:
 
     Raises:
         MeshError: the file cannot be read or converted, or holds fewer than the 4 vertices
-            MuJoCo needs.
+            MuJoCo needs, or the cache cannot be written.
     """
     source = source.resolve()
-    stat = source.stat()
-    key = hashlib.sha1(f"{source}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    try:
+        stat = source.stat()
+    except OSError as exc:
+        raise MeshError(f"cannot read mesh {source}: {exc.strerror or exc}") from None
     folder = cache_dir()
+    try:
+        return _cached(source, stat, folder)
+    except OSError as exc:
+        raise MeshError(_cache_problem(folder, exc)) from None
+
+
+def _cached(source: Path, stat: os.stat_result, folder: Path) -> MujocoMesh:
+    key = hashlib.sha1(f"{source}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:12]
     suffix = source.suffix.lower()
     if suffix in _NATIVE and (suffix != ".stl" or _is_binary_stl(source)):
         target = folder / f"{source.stem[:_STEM_CHARS]}-{key}{suffix}"

@@ -1,5 +1,5 @@
-"""``python -m hik_sim.train``: see :mod:`hik_sim.learning.train`."""
+"""``python -m hik_sim.train``: see :mod:`hik_sim.learning.train_cli` (torch is imported once the arguments are read)."""
 
-from hik_sim.learning.train import main
+from hik_sim.learning.train_cli import main
 
 raise SystemExit(main())
