@@ -11,6 +11,19 @@ poses by FK, and minimises the mean squared error [rad²] between the network's 
 the sampled ones. There is no FK in the loss, so nothing tells the network which of a pose's IK
 solutions to give: exactly the weakness the paper measures.
 
+Which configurations the training data holds is a reading of the paper (its abstract does not say
+how they were sampled), and two are implemented:
+
+- uniform in the whole joint box (``--sampling uniform``, the default; the shipped ``regression`` and
+  ``regression_q6fixed``): a pose has up to eight configurations there (shoulder front/back, elbow
+  up/down, wrist flipped or not) and joint 6's ±400° adds whole turns, so the regression averages
+  branches (IRB120: hundreds of millimetres off in the full joint space);
+- one IK branch (``--sampling one_branch``, :class:`BranchRegion`, :data:`BRANCH_REGIONS`): configurations
+  uniform in one branch, where a pose has one configuration, so the regression is well posed; the
+  test targets of the same reading are drawn from the same branch (``make_eval_set(..., one_branch=True)``),
+  and the evaluation reports the full-space targets beside them, since some full-space targets have no
+  configuration in the branch (:func:`hik_sim.evaluation.experiments.one_branch_table`).
+
 Architecture — our reading, not the paper's exact layer sizes: 4 hidden layers of equal width
 with GELU, and the tanh head mapped onto the joint limits that every network here has (so answers
 stay inside the limits). The default width matches the parameter count of the default HarmoAtt-IK
