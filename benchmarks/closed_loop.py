@@ -7,9 +7,9 @@ goal-shift corrections of its best answer, and with K = 5 corrections of every o
 (``branches`` = H; a four-answer network); then the policy itself, where it adds the answers of further
 networks (``hik_sim.policies.closed_loop_extra_names``: the one-answer HarmoAtt-IK) to that network's,
 K = 5 corrections of the best of them all, first without and then with its queries turned about the
-first joint for the targets all its answers miss (``first_joint_turns``, session 14; the row ``… turned``).
+first joint for the targets all its answers miss (``first_joint_turns``; the row ``… turned``).
 The network alone is also measured open loop with those turned queries (K = 0, the row ``… turned`` just
-after the open-loop row, session 15): the same weights, no correction, asked up to three poses a target.
+after the open-loop row): the same weights, no correction, asked up to three poses a target.
 No least-squares solver is involved; every FK is counted (the choice among several answers included). Reported: mean / median position [mm] and rotation [°] error,
 success at 5 mm & 2°, FK evaluations per target, wall time per 1,000 targets [ms] (batched).
 

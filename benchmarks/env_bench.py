@@ -16,10 +16,10 @@ position error RMS / p95 / max [mm] after the first second, rotation RMS [°], I
 Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the controller's last command) by
 default; add ``lm``, ``harmoatt``, ``mlp``, ``closed_loop``, ``dm_control``, … with ``--controllers``, and
 the ``closed_loop`` policy as it was, to measure what each change bought: ``closed_loop_best_answer``
-(its four-answer network alone, following the best answer at every step: before session 13) and
+(its four-answer network alone, following the best answer at every step) and
 ``closed_loop_four_answers`` (that network alone, the answer nearest the last target first; the
-policy adds the one-answer network's answers to these) and ``closed_loop_unturned`` (the policy of
-session 13: both networks, without the queries turned about the first joint).
+policy adds the one-answer network's answers to these) and ``closed_loop_unturned`` (the policy
+with both networks, without the queries turned about the first joint).
 Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
 
 Usage::
@@ -53,8 +53,8 @@ from hik_sim.solvers.registry import make_solver
 BEST_ANSWER, FOUR_ANSWERS, UNTURNED = "closed_loop_best_answer", "closed_loop_four_answers", "closed_loop_unturned"
 VARIANTS = (BEST_ANSWER, FOUR_ANSWERS, UNTURNED)
 """The ``closed_loop`` policy as it was: on its four-answer network alone, following the best answer
-(before session 13) or the answer nearest its last target first (session 13, before the ensemble),
-and with the ensemble but without the turned queries (session 13's policy)."""
+or the answer nearest its last target first (without the ensemble), and with the ensemble but without the
+turned queries."""
 
 
 def make_controller(robot: str, kind: str) -> IKController:

@@ -3,28 +3,28 @@
 For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777), the batched
 ``HybridIK`` seeded by the robot's ``hybrid_seed_name`` network, built up one option at a time:
 
-1. flip restarts off, all of a several-answer network's answers ranked by FK before LM (session 17);
-2. flip restarts on (session 18, :mod:`hik_sim.kinematics.flips`; since session 22 with whole-turn restarts);
-3. flip restarts on, the first good answer in head order instead of ranking them all (session 19,
-   ``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+1. flip restarts off, all of a several-answer network's answers ranked by FK before LM;
+2. flip restarts on (:mod:`hik_sim.kinematics.flips`, with whole-turn restarts);
+3. flip restarts on, the first good answer in head order instead of ranking them all
+   (``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
 4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
    not the default);
-5. as 3, a network answer next to one already tried replaced by a random restart (session 22,
-   ``distinct_seeds``): the default where the robot has no fallback network;
+5. as 3, a network answer next to one already tried replaced by a random restart
+   (``distinct_seeds``): the default where the robot has no fallback network;
 6. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
-   targets none of the seed's answers is good for (session 21, ``HybridIK(fallback=..., fallback_after=False)``),
-   then as 5 with it asked also for the targets its answers leave short of exact (session 22);
-7. session 23: as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
+   targets none of the seed's answers is good for (``HybridIK(fallback=..., fallback_after=False)``),
+   then as 5 with it asked also for the targets its answers leave short of exact;
+7. as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
    damping (``LMRefiner(close_damping=CLOSE_DAMPING)``: a start already within 5 mm & 2°, a network's good answer,
    begins at λ = 1e-5 instead of 1e-3);
-8. the default (session 24): as 7 with the pose table (``table_seeds=TABLE_SEEDS``: a target its first seed leaves
+8. the default: as 7 with the pose table (``table_seeds=TABLE_SEEDS``: a target its first seed leaves
    short of exact runs LM from the 4 configurations of ``hik_sim.solvers.pose_table.PoseTable`` nearest it next) and
    without flip restarts (with the table they no longer pay);
 9. the same table, LM and restarts without the network (``TableSeededIK``): what the network is worth.
 
-Rows 1–7 run without the pose table (``table_seeds=0``), rows 1–6 on the LM as it was before session 23
-(``close_damping=None``) and rows 1–4 and the first of 6 without session 22's ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK of a checked answer once (session 22),
-so they cost less than the sessions that introduced them measured; the multistart runs on the default LM (its random
+Rows 1–7 run without the pose table (``table_seeds=0``), rows 1–6 on the LM without its close-start damping
+(``close_damping=None``) and rows 1–4 and the first of 6 without ``distinct_seeds`` (``distinct_seeds=0``); every row counts the FK of a checked answer once,
+so they cost less than when each option was first measured; the multistart runs on the default LM (its random
 starts are almost never within 5 mm & 2°, so the close-start damping leaves it as it was);
 
 with ``--lm-variants``, a second table: the default hybrid and the multistart under other settings of their shared LM
@@ -34,7 +34,7 @@ between them;
 with ``--network CHECKPOINT`` (one robot), the default options seeded by that network instead, alone and with the
 shipped seed as its fallback (``HybridIK(fallback=...)``: the targets none of its answers is good for
 start from the shipped seed's answers); and beside them our early-stopping multistart-10 (``MultistartIK(starts=10)``, the same LM), the
-reference of issue 14's "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
+reference of the goal "≥ 90 % fewer evaluations, ≥ 4× less time". Columns: success at 5 mm & 2°,
 exact (0.1 mm & 0.1°), FK + Jacobian evaluations a target (mean / median / p99), the expensive tail
 (targets that took ≥ 100 evaluations: their share of targets and of all evaluations), wall time, and
 the hybrid's evaluations and time against the multistart's. Evaluations are machine-independent;
@@ -81,30 +81,30 @@ SLOW = 20
 """Evaluations a target with a good first answer from which its solve counts as slow (the breakdown's)."""
 
 VARIANTS = (
-    ("hybrid: flips off, all answers ranked, random restarts (session 17)",
+    ("hybrid: flips off, all answers ranked, random restarts",
      {"flip_restarts": False, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
-    ("hybrid: flips on, all answers ranked, random restarts (session 18)",
+    ("hybrid: flips on, all answers ranked, random restarts",
      {"flip_restarts": True, "rank_all_answers": True, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
-    ("hybrid: flips on, first good answer, random restarts (session 19)",
+    ("hybrid: flips on, first good answer, random restarts",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "distinct_seeds": 0.0, "table_seeds": 0}),
     ("hybrid: flips on, first good answer, restarts facing the target",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": True, "distinct_seeds": 0.0, "table_seeds": 0}),
-    ("hybrid: flips on, first good answer, repeated answers replaced, random restarts (session 22)",
+    ("hybrid: flips on, first good answer, repeated answers replaced, random restarts",
      {"flip_restarts": True, "rank_all_answers": False, "face_restarts": False, "table_seeds": 0}),
 )
-"""The hybrid's options as sessions 17–22 added them, each run on the LM as it was then (``BEFORE_CLOSE``)."""
+"""The hybrid's options added one at a time, each run on the LM without its close-start damping (``BEFORE_CLOSE``)."""
 BEFORE_CLOSE = {"close_damping": None}
-"""The LM before session 23: every start begins at λ = 1e-3, however close."""
-SESSION_23 = "hybrid: session 22's options, a close start at λ 1e-5 (session 23)"
-DEFAULT = "hybrid: the default (session 23's, the pose table's 4 nearest after the first seed, flips off; session 24)"
-TABLE_ONLY = "table → LM: the pose table's 4 nearest, no network (session 24)"
+"""The LM without its close-start damping: every start begins at λ = 1e-3, however close."""
+NO_TABLE = "hybrid: repeated answers replaced, a close start at λ 1e-5, flips on, no table"
+DEFAULT = "hybrid: the default (a close start, the pose table's 4 nearest after the first seed, flips off)"
+TABLE_ONLY = "table → LM: the pose table's 4 nearest, no network"
 MULTISTART = "multistart-10, stopping early (ours)"
-CURVES = {MULTISTART: "multistart-10", SESSION_23: "hybrid, no table (session 23)", DEFAULT: "hybrid (default)",
+CURVES = {MULTISTART: "multistart-10", NO_TABLE: "hybrid, no table", DEFAULT: "hybrid (default)",
           TABLE_ONLY: "table → LM, no network"}
 """The rows whose evaluations a target :func:`plot_curves` draws, and their short names."""
 LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("default: stop within 1 µm & 1e-6 rad, 30 iterations, stall 1 % over 8, a close start at λ 1e-5", {}),
-    ("every start at λ 1e-3, however close (before session 23)", BEFORE_CLOSE),
+    ("every start at λ 1e-3, however close", BEFORE_CLOSE),
     ("stop within 10 µm & 1e-5 rad", {"stop": Tolerance(1e-5, 1e-5)}),
     ("stop within exact (0.1 mm & 0.1°): answers no closer than that", {"stop": EXACT}),
     ("20 iterations", {"max_iterations": 20}),
@@ -171,13 +171,13 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None,
     solvers = [(label, name, HybridIK(network, before, **options)) for label, options in VARIANTS]
     fallback = load_hybrid_fallback(robot) if other is not None else None
     if fallback is not None:
-        solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts (session 21)", name,
+        solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts", name,
                      HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0, table_seeds=0,
                               flip_restarts=True)),
                     (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
-                     "answers replaced, random restarts (session 22)", name, HybridIK(network, before, fallback=fallback, table_seeds=0,
+                     "answers replaced, random restarts", name, HybridIK(network, before, fallback=fallback, table_seeds=0,
                                                                       flip_restarts=True))]
-    solvers.append((SESSION_23, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0, flip_restarts=True)))
+    solvers.append((NO_TABLE, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0, flip_restarts=True)))
     solvers.append((DEFAULT, name, HybridIK(network, refiner, fallback=fallback)))
     solvers.append((TABLE_ONLY, "none", TableSeededIK(refiner)))
     if checkpoint is not None:

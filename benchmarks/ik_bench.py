@@ -20,8 +20,8 @@ step; and without the network: home → LM → random restarts), TRAC-IK (``pytr
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
 multistart (up to 10 starts): median and p95 latency, success at (5 mm, 2°) and (1 mm, 1°), and
 solutions per second (batched where the solver is batched). One target a call, the calls run back to
-back and the answers are checked afterwards (before session 15 each answer was checked between calls,
-which evicted the caches and read up to ~3x higher). Peers come from the ``bench`` extra
+back and the answers are checked afterwards (checking each answer between calls evicts the caches and
+reads up to ~3x higher). Peers come from the ``bench`` extra
 (``pip install -e ".[bench]"``); a missing one is reported as such.
 
 Output: Markdown tables on stdout and ``<out>/ik_<robot>.md``/``ik_all.md``, raw numbers in
@@ -85,7 +85,7 @@ def _errors(chain: Chain, q: np.ndarray, pos: torch.Tensor, quat: torch.Tensor) 
 
 def _single(name: str, chain: Chain, batch, solve: Callable[[int], np.ndarray]) -> dict[str, float | str]:  # noqa: ANN001
     """One target a call, back to back (the answers are checked after the timed loop, so that checking one does not
-    evict the next call's data from the caches: session 14's runs checked between calls and read up to ~3x higher)."""
+    evict the next call's data from the caches: checked between calls, the latencies read up to ~3x higher)."""
     times, answers = [], []
     solve(0)  # warm-up
     for i in range(batch.q.shape[0]):

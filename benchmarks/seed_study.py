@@ -21,7 +21,7 @@ configuration without a network; a seed a robot lacks is skipped):
 - with ``--batched-targets N``, the batched hybrid it seeds (``make_solver("hybrid", robot, batched=True,
   network=seed)``: :class:`~hik_sim.solvers.ik.HybridIK`, its default restarts; ``none``: no row) on
   ``N`` reachable targets of ``ik_bench.py``'s paper table (seed ``TARGET_SEED``): success at 5 mm & 2° and FK + Jacobian evaluations a target,
-  the choice among answers included (issue 14's count; its time is ``ik_bench.py``'s to measure).
+  the choice among answers included (the hybrid-IK paper's count; its time is ``ik_bench.py``'s to measure).
 
 Every timed path runs on one thread (``torch.set_num_threads(1)``); run it on a quiet machine.
 Output: a Markdown table on stdout and in ``<out>/seed_study.md``, raw numbers in

@@ -4,9 +4,9 @@ For each robot, ``SingleTargetIK`` seeded by its ``single_target_seed_name`` net
 ``--targets`` reachable targets (seed 2030, not a benchmark table's), one call a target, back to back (the answers
 checked after the timed loop), three ways:
 
-1. session 23's default: no pose table, flip restarts on (``table_seeds=0, flip_restarts=True``);
+1. no pose table, flip restarts on (``table_seeds=0, flip_restarts=True``);
 2. the table, flips kept (``flip_restarts=True``);
-3. the default since session 24: the table's 4 nearest after the first answer, no flips.
+3. the default: the table's 4 nearest after the first answer, no flips.
 
 Columns: success within 5 mm & 2°, FK + Jacobian evaluations a target (mean / p99 / max), and the per-call latency
 (median, p95, p99, max, mean). The evaluations are machine-independent; the latencies are not (run it quiet).
@@ -43,7 +43,7 @@ SEED = 2030
 """The targets' seed: not a benchmark table's (777, 99, 2024)."""
 
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("no table, flips (session 23)", {"table_seeds": 0, "flip_restarts": True}),
+    ("no table, flips", {"table_seeds": 0, "flip_restarts": True}),
     ("table, flips", {"table_seeds": TABLE_SEEDS, "flip_restarts": True}),
     ("table, no flips (default)", {}),
 )

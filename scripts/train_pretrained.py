@@ -86,7 +86,7 @@ CLOSED_LOOP_RECIPE = (("channels", 16), ("positions", 8), ("feed_forward", 256),
 """``harmoatt_<H>answers``: a HarmoAtt-IK of ~148 k weights (~26 µs a pose) that takes the first joint's turn
 out of its input (``canonical_turn``, docs/networks.md); not parameter-matched and not paired: it trains its
 own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these options, ``--batch 256 --lr 3e-3
---keep-best`` and one budget for every robot (docs/networks.md, "One budget for every robot"), then ``--ship``."""
+--keep-best`` and one budget for every robot (docs/networks.md, "The recipe of harmoatt_4answers"), then ``--ship``."""
 CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "talos": (("clamp_in_training", True), ("turn_input", True)),
     "romeo": (("clamp_in_training", True), ("turn_input", True)),
@@ -96,16 +96,16 @@ CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "irb120": (("clamp_in_training", True), ("turn_input", True), ("behind_turn", True)),
     "icub": (("clamp_in_training", True), ("turn_input", True)),
 }
-"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (sessions 17–21: the
+"""The options a robot's shipped ``harmoatt_<H>answers`` adds to ``CLOSED_LOOP_RECIPE`` (the
 first joint's answer clamped in training where most of its circle is out of range, and the turn given back
 to the model on JVRC-1, the Panda, TALOS, Romeo, the G1 and the IRB120; the Panda's and the IRB120's targets
 beyond joint 1's range turned to the back half-plane, docs/networks.md). The IRB120's
 ``harmoatt_4answers_map`` (its hybrid's fallback, ``hik_sim.policies.hybrid_fallback_name``) is not one of
-these jobs: a 638 k map-trunk network of 181 minutes, its harmoatt_4answers until session 21, kept as shipped."""
+these jobs: a 638 k map-trunk network of 181 minutes, kept as shipped."""
 CLOSED_LOOP_LOSS: dict[str, tuple[tuple[str, Any], ...]] = {"icub": (("limit_pull", 10.0),)}
 """The loss options (``LossConfig`` fields) a robot's shipped ``harmoatt_<H>answers`` trained with beside the
-defaults: the iCub's pulls the answers its clamp pins at the torso pitch's limits back to them (session 21,
-``--limit-pull 10``; without it its 60-minute runs grew a tail of such answers, docs/networks.md)."""
+defaults: the iCub's pulls the answers its clamp pins at the torso pitch's limits back to them
+(``--limit-pull 10``; without it its 60-minute runs grew a tail of such answers, docs/networks.md)."""
 
 
 def jobs(robots: list[str], hypotheses: int = 1) -> list[tuple[str, str, str, tuple[tuple[str, float], ...], int]]:

@@ -430,7 +430,7 @@ def test_hybrid_cost_lm_variants_run_both_solvers_with_each_shared_lm_setting(tm
     main = {r["solver"]: r for r in rows}
     assert default["hybrid_evals_mean"] == pytest.approx(main[bench.DEFAULT]["evals_mean"])  # the registry's hybrid, the main table's
     assert default["multistart_evals_mean"] == pytest.approx(main[bench.MULTISTART]["evals_mean"])
-    before = next(r for r in lm_rows if r["options"] == {"close_damping": None})  # the LM before session 23
+    before = next(r for r in lm_rows if r["options"] == {"close_damping": None})  # the LM without its close-start damping
     assert before["hybrid_evals_mean"] > default["hybrid_evals_mean"]
     assert before["multistart_evals_mean"] == pytest.approx(default["multistart_evals_mean"])  # random starts are never that close
     assert at_exact["hybrid_evals_mean"] < default["hybrid_evals_mean"] and at_exact["multistart_evals_mean"] < default["multistart_evals_mean"]
@@ -451,7 +451,7 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
     rows = json.loads((tmp_path / "hybrid_cost.json").read_text())["rows"]
     labels = [r["solver"] for r in rows]
     assert labels[:-5] == [bench.MULTISTART] + [label for label, _ in bench.VARIANTS]
-    assert labels[-3:] == [bench.SESSION_23, bench.DEFAULT, bench.TABLE_ONLY]
+    assert labels[-3:] == [bench.NO_TABLE, bench.DEFAULT, bench.TABLE_ONLY]
     assert "harmoatt_4answers_map where no answer is good or none reaches exact" in labels[-4]
     assert "harmoatt_4answers_map where no answer is good" in labels[-5]
     for row in rows:
@@ -459,9 +459,9 @@ def test_hybrid_cost_rows_build_up_the_hybrid_one_option_at_a_time(tmp_path: Pat
         assert 0 <= row["tail_targets"] <= row["tail_evals_share"] <= 1
     multistart, _, ranked, first_good, _, _, _, session22, session23, default, table_only = rows
     assert first_good["evals_mean"] < ranked["evals_mean"] < multistart["evals_mean"]
-    # session 23's close-start damping: the same answers as exact, fewer LM iterations from the good answers
+    # the close-start damping: the same answers as exact, fewer LM iterations from the good answers
     assert session23["evals_mean"] < session22["evals_mean"] and session23["exact"] >= session22["exact"] - 1 / 80
-    # session 24's pose table: no more evaluations, every target exact; without the network it costs more than with it
+    # the pose table: no more evaluations, every target exact; without the network it costs more than with it
     assert default["evals_mean"] <= session23["evals_mean"] and default["exact"] == 1.0
     assert default["evals_mean"] < table_only["evals_mean"] < multistart["evals_mean"] and table_only["seed_network"] == "none"
     from hik_sim.evaluation.experiments import TARGET_SEED

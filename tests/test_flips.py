@@ -105,9 +105,9 @@ def test_flip_restarts_save_the_hybrid_evaluations_on_the_irb120_and_lose_no_tar
     """On 600 IRB120 targets (seed 777, the hybrid table's) the targets whose network answers all end pinned
     short of exact are the expensive ones; the wrist flip of such a run reaches exact for many of them (the
     registry's hybrid: the seed network, then its fallback network; 10.9 against 12.1 evaluations a target
-    since session 22's distinct seeds and fallback for every target short of exact, 17.8 against 25.8 before). Without
-    the pose table: with it, the table's seeds reach those targets too and the flips no longer pay (off by default
-    since session 24: 8.11 evaluations a target without them against 7.97 with them here)."""
+    with distinct seeds and the fallback for every target short of exact). Without
+    the pose table: with it, the table's seeds reach those targets too and the flips no longer pay (off by default:
+    8.11 evaluations a target without them against 7.97 with them here)."""
     from hik_sim.policies import hybrid_seed_name, load_hybrid_fallback, load_pretrained
     from hik_sim.solvers.ik import HybridIK, LMRefiner
 

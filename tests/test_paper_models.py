@@ -329,9 +329,9 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     script = _train_pretrained()
     four = dict(script.model_options("harmoatt", "g1", (), 4, "harmoatt_4answers"))
     assert four == {**dict(script.CLOSED_LOOP_RECIPE), **dict(script.CLOSED_LOOP_EXTRAS["g1"]), "hypotheses": 4}
-    assert four["canonical_turn"] is True and four["turn_input"] is True  # the G1's options since session 20
+    assert four["canonical_turn"] is True and four["turn_input"] is True  # the G1's options
     assert "canonical_turn" not in dict(script.model_options("harmoatt", "g1", (), 1, "harmoatt"))
-    import argparse  # the iCub's closed-loop network trains with the limit pull (session 21), nothing else does
+    import argparse  # the iCub's closed-loop network trains with the limit pull, nothing else does
 
     args = argparse.Namespace(lr=3e-3, cycleik_lr=1e-4, batch=256, seed=0, device="cpu", compile=False)
     assert script._config(args, "icub", "harmoatt", (), 4, 10, 60.0, "harmoatt_4answers").loss.limit_pull == 10.0

@@ -198,7 +198,7 @@ def test_the_single_target_solver_runs_the_tables_seeds_after_q_init_and_the_fir
     network = load_pretrained("irb120", "harmoatt_4answers")
     solver = SingleTargetIK(irb120, network, table_seeds=2, restarts=5)
     default = SingleTargetIK(irb120, network)
-    assert default.table is not None and default.table_seeds == 4 and default.flips is None  # since session 24
+    assert default.table is not None and default.table_seeds == 4 and default.flips is None  # flip restarts off by default
     starts: list[np.ndarray] = []
     refine = solver.lm.refine
 

@@ -87,9 +87,9 @@ def test_the_hybrid_is_seeded_by_the_networks_that_cost_it_fewer_evaluations(rob
     """hybrid_seed_name's and hybrid_fallback_name's choice, in numbers, on every robot: the registry's batched
     hybrid solves as many of 2,000 reachable targets (seed 99, success_rate.py's) as seeded by any other of
     ``harmoatt``, ``harmoatt_4answers`` (and the fallback network alone), for fewer evaluations a target (the
-    four answers everywhere; on the IRB120 the 148 k network with the map network as fallback). The iCub's since
-    session 24: within 2 % of ``harmoatt``'s evaluations (6.38 against 6.36) for a network under a quarter its size
-    (less than half the hybrid's time, measured in docs/benchmarks.md, not here)."""
+    four answers everywhere; on the IRB120 the 148 k network with the map network as fallback). The iCub's:
+    within 2 % of ``harmoatt``'s evaluations (6.38 against 6.36) for a network under a quarter its size
+    (less time for the hybrid, measured by benchmarks/ik_bench.py, not here)."""
     from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name
     from hik_sim.solvers.ik import HybridIK, LMRefiner
     from hik_sim.solvers.registry import make_solver
@@ -112,31 +112,32 @@ def test_the_hybrid_is_seeded_by_the_networks_that_cost_it_fewer_evaluations(rob
             assert cost < other_cost, name
 
 
-def test_the_irb120s_single_target_lm_is_seeded_by_a_small_mlp_that_saves_evaluations() -> None:
-    """One target a call, the seed's forward pass is paid by that one target: HarmoAtt-IK's ~650 k weights cost
-    more than the whole LM from home. The shipped ``mlp_seed`` (~35 k weights) is the single-target seed where
-    shipped (the controllers' hybrid); the batched hybrid keeps its four-answer seed."""
-    from hik_sim.learning.fast_network import FastIKNetwork
+@pytest.mark.parametrize("robot", robot_names())
+def test_the_default_controllers_are_harmoatt_ik_and_the_mlp_seed_stays_available_by_name(robot: str) -> None:
+    """The single-target hybrid (the controllers', the evaluator's and the viewer's ``hybrid``) and the batched one are
+    seeded by the robot's HarmoAtt-IK network; ``network="mlp_seed"`` gives the small MLP seed instead; the network saves
+    the LM evaluations from home and random restarts."""
+    from hik_sim.learning.models import HarmoAttIK
     from hik_sim.policies import IKController, hybrid_seed_name, single_target_seed_name
     from hik_sim.solvers.ik import SingleTargetIK
     from hik_sim.solvers.registry import make_solver
 
-    assert single_target_seed_name("irb120") == "mlp_seed" and hybrid_seed_name("irb120") == "harmoatt_4answers"
-    assert single_target_seed_name("a_robot_without_one") == hybrid_seed_name("a_robot_without_one")  # else the hybrid's seed
-    seed = load_pretrained("irb120", "mlp_seed")
-    assert seed.card.parameters < 50_000 and seed.hypotheses == 1 and FastIKNetwork.from_network(seed) is not None
-    chain = Chain(robot_by_id("irb120"))
-    single = make_solver("hybrid", "irb120")
-    assert isinstance(single, SingleTargetIK) and single.network.card == seed.card
-    batched = make_solver("hybrid", "irb120", batched=True)
-    assert batched.network.card.model_options == load_pretrained("irb120", "harmoatt_4answers").card.model_options
-    assert batched.fallback is not None and batched.fallback.card == load_pretrained("irb120", "harmoatt_4answers_map").card
-    assert IKController.pretrained("irb120", "hybrid").solver.network.card == seed.card
+    assert single_target_seed_name(robot) == hybrid_seed_name(robot) == "harmoatt_4answers"
+    assert single_target_seed_name("a_robot_without_one") == hybrid_seed_name("a_robot_without_one") == "harmoatt"
+    chain = Chain(robot_by_id(robot))
+    single = make_solver("hybrid", robot)
+    assert isinstance(single, SingleTargetIK) and isinstance(single.network.model, HarmoAttIK)
+    assert single.network.card.model_options == load_pretrained(robot, "harmoatt_4answers").card.model_options
+    assert isinstance(make_solver("hybrid", robot, batched=True).network.model, HarmoAttIK)
+    assert isinstance(IKController.pretrained(robot, "hybrid").solver.network.model, HarmoAttIK)
+    small = make_solver("hybrid", robot, network="mlp_seed")
+    assert isinstance(small, SingleTargetIK) and small.network.card.parameters < 50_000
+    if robot != "irb120":
+        return
     targets = make_eval_set(chain, 4242, 100).batch
     seeded = single.solve(targets.pos, targets.quat)
     unseeded = SingleTargetIK(chain).solve(targets.pos, targets.quat)
     assert bool(seeded.success.all()) and bool(unseeded.success.all())
-    # measured on 300 targets: 22 evaluations a target against 60 from home and random restarts
     assert float(seeded.function_evals.double().mean()) < 0.6 * float(unseeded.function_evals.double().mean())
 
 
@@ -145,7 +146,7 @@ def test_irb120_ships_the_hybrid_seed_network_with_four_answers_true_to_its_card
 
     assert hybrid_seed_name("irb120") == "harmoatt_4answers"
     network = load_pretrained("irb120", "harmoatt_4answers")
-    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options["behind_turn"]  # session 21's 148 k network
+    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options["behind_turn"]  # the 148 k behind_turn network
     chain = Chain(robot_by_id("irb120"))
     full = network.card.eval_set
     targets = make_eval_set(chain, full["seed"], full["size"])
@@ -202,10 +203,10 @@ def test_the_closed_loop_network_tracks_without_swinging_between_its_answers() -
 
 
 def test_the_closed_loop_policy_adds_the_one_answer_networks_answer_and_tracks() -> None:
-    """On session 12's TALOS network all four answers collapsed, in a window of the figure-eight, onto one
+    """On an earlier TALOS four-answer network all four answers collapsed, in a window of the figure-eight, onto one
     configuration 3-6° off (two arm joints at their limits), and the arm swung 4 rad between branches
     (124.7 mm RMS over these 250 steps on that network alone); with the one-answer network's answer,
-    which the policy adds, it tracked (1.5 mm). The network shipped in session 13 no longer collapses
+    which the policy adds, it tracked (1.5 mm). The shipped network no longer collapses
     there (1.5 mm alone); the policy must still track."""
     import gymnasium as gym
 

@@ -1,4 +1,4 @@
-"""One solver interface (issue 15.1): the IKSolver protocol, the immutable IKResult, and the one registry
+"""One solver interface: the IKSolver protocol, the immutable IKResult, and the one registry
 from a name to a solver that the controller, the evaluator, the experiments and the benchmarks use."""
 
 from __future__ import annotations
