@@ -72,4 +72,4 @@ def test_mypy_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     api = pytest.importorskip("mypy.api")
     monkeypatch.chdir(Path(__file__).resolve().parents[1])  # where pyproject.toml is
     stdout, stderr, status = api.run([])
-    assert status == 0, f"mypy reports findings (docs/conventions.md):\n{stdout}{stderr}"
+    assert status == 0, f"mypy reports findings (docs/design.md):\n{stdout}{stderr}"

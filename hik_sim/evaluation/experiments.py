@@ -181,7 +181,7 @@ TABLE_LM = "table → LM (no network: the hybrid's pose table, LM and restarts)"
 
 def paper_hybrid(network: IKNetwork, refiner: LMRefiner) -> HybridIK:
     """The hybrid-IK paper's hybrid: the network's one answer → LM, nothing after it (no restarts, and
-    none of our flip restarts, which session 18 added to ``HybridIK`` and, until session 19, to this row)."""
+    none of our flip restarts, which ``HybridIK`` offers)."""
     return HybridIK(network, refiner, restarts=0, flip_restarts=False)
 
 
@@ -204,7 +204,7 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
 
     Returns:
         ``rows`` (each with ``definition``: ``paper`` or ``ours``), ``hybrid_vs_multistart`` (our
-        hybrid against our multistart-10, the figures issue 14 tracks), ``small_seed_hybrid_vs_multistart``
+        hybrid against our multistart-10, the figures docs/results.md reports), ``small_seed_hybrid_vs_multistart``
         (the same with the small seed, where ``mlp_seed`` is shipped), ``paper_hybrid_vs_multistart``
         (the paper's hybrid against the paper's multistart, where the regression network exists)
         and ``hybrid_vs_paper_multistart`` (our hybrid against the paper's multistart).

@@ -12,7 +12,7 @@ inside the joint limits, the flip is another exact answer, often on the far side
 held a local solver back. :class:`~hik_sim.solvers.ik.HybridIK` starts LM from the flip of a run
 that ended short of exact, before any further seed: on the IRB120 the wrist flip of such a run
 pinned at a wrist limit reaches exact for about 6 in 10 of the targets whose four network answers
-all fail, at ~12 evaluations against the ~20 each random restart costs (docs/benchmarks.md).
+all fail, at ~12 evaluations against the ~20 each random restart costs (docs/solvers.md).
 
 The triples are found numerically, not from joint names or URDF conventions: a triple is a flip
 when the identity holds to :data:`FLIP_TOLERANCE` at configurations drawn across the limits, so
@@ -23,8 +23,8 @@ is a roll–pitch–roll triple, but its middle joint spans [−π/2, 0], so no 
 A revolute joint whose range spans more than a whole turn (the IRB120's sixth, ±400°) gives a
 second, trivial symmetry: ``q_j ± 2π`` reaches the same pose. A local solver that ran such a joint
 into its limit stops there though the same pose lies a turn back, inside the range;
-:meth:`JointFlips.turn` gives that configuration (session 22: on the IRB120, the network answers that
-end at its sixth joint's limit).
+:meth:`JointFlips.turn` gives that configuration (on the IRB120: the network answers that end at its sixth
+joint's limit).
 """
 
 from __future__ import annotations

@@ -349,7 +349,7 @@ class IKNetwork(nn.Module):
         own for targets at ``pos`` (B, 3) [m]: a ``behind_turn`` network asks a pose beyond its first joint's range twice
         (turned to the back half-plane and turned by its azimuth) and keeps, head by head, the answer whose FK reaches the
         pose better (:meth:`_also_facing`): 2·H FK for such a pose; 0 for every other pose and network. Solvers that count
-        every FK add it (session 23: it went uncounted before, 0.43 evaluations a target on the IRB120)."""
+        every FK add it (0.43 evaluations a target on the IRB120's hybrid)."""
         return self.beyond_range(pos).long() * (2 * self.hypotheses)
 
     def rank(self, candidates: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:

@@ -37,7 +37,7 @@ Objectives (``--objective``, by default chosen by the model kind): ``composite``
 ``harmoatt`` and ``mlp``), ``cycleik`` (CycleIK's own loss, :class:`~hik_sim.learning.losses.CycleIKLoss`,
 with Adam at CycleIK's learning rate; the default for ``cycleik``) and ``regression`` (supervised
 regression onto the sampled joints, :class:`~hik_sim.learning.losses.RegressionLoss`, no FK in the loss; the
-default for ``regression``). docs/paper_models.md says where these follow their papers and where not.
+default for ``regression``). docs/papers.md says where these follow their papers and where not.
 
 Examples of the command: :mod:`~hik_sim.learning.train_cli`.
 """

@@ -13,7 +13,7 @@ Its FK is spent once, when the table is built (with the solver, as a network is 
 network's training FK is, not in the solves it seeds: :class:`~hik_sim.solvers.ik.HybridIK` counts the LM runs
 from the seeds, not the table.
 
-Measured (session 24, 815 IRB120 validation targets that neither of the hybrid's networks has an answer
+Measured (815 IRB120 validation targets that neither of the hybrid's networks has an answer
 within 5 mm & 2° for): LM from the nearest of 100,000 entries ends exact (0.1 mm & 0.1°) for 72 % of them
 at 15.8 evaluations, from the nearest of 1,000,000 for 77 % at 13.9; from a uniformly random configuration
 for 22 % at 31.0; for the 271 of them whose best network answer's LM ended short of exact, 66 % against 17 %.
@@ -43,7 +43,7 @@ TABLE_SIZE = 100_000
 
 SEARCH_EPS = 0.5
 """The search's tolerance: the k-th entry returned is within (1 + eps) times the distance of the true k-th nearest
-(:meth:`scipy.spatial.cKDTree.query`'s ``eps``; 0: exact). Chosen on 20,000 validation targets a robot (session 24):
+(:meth:`scipy.spatial.cKDTree.query`'s ``eps``; 0: exact). Chosen on 20,000 validation targets a robot:
 0.5 searches 250 targets 2.7× faster than an exact search (2.2 against 6.0 ms; 98.8 % the same nearest entry) for the
 same evaluations (the hybrid's IRB120 8.126 against 8.125 a target, the Panda 11.30 against 11.29, the G1 11.50
 against 11.52); 1.0 is 4.6× faster but cost the G1 (11.89, one target short of exact)."""

@@ -38,9 +38,9 @@ for a start believed good, 1e-3 otherwise): near a good start the Gauss–Newton
 Marquardt-scaled λ of 1e-3 shortens it where JᵀJ is ill-conditioned (the IRB120's arm nearly stretched), so the run
 crawls (λ falls only threefold a step). A random start is almost never that close, so multistart runs as before.
 Chosen on validation targets (seeds 2026 and 2027, 5,000 each, never a benchmark's): the batched hybrid's evaluations
-a target with 1e-4 / 1e-5 / 1e-6 / off: IRB120 (session 23's network) 9.93 / 9.36 / 9.51 / 10.24, Panda 13.46 /
+a target with 1e-4 / 1e-5 / 1e-6 / off: IRB120 (its 148 k network) 9.93 / 9.36 / 9.51 / 10.24, Panda 13.46 /
 13.11 / 13.56 / 13.90, G1 19.58 / 18.80 / 19.49 / 19.59, and 1–4 % fewer on the other robots, the same success
-(docs/benchmarks.md, session 23)."""
+(development measurements on the hybrid without its pose table)."""
 
 
 def check_close_damping(close_damping: float | None) -> None:
