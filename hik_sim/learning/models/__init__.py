@@ -1,5 +1,10 @@
 """IK networks, built by name: HarmoAtt-IK, the parameter-matched MLP baseline, CycleIK's generator
-(``cycleik``) and the hybrid paper's regression DNN (``regression``)."""
+(``cycleik``) and the hybrid paper's regression DNN (``regression``).
+
+HarmoAtt-IK has three trunks (the ``trunk`` option): ``cycleik``, the paper's description (CycleIK's generator with
+attention-fusion blocks inserted, :mod:`~hik_sim.learning.models.harmoatt_cycleik`), and the feature-map trunks
+``dense`` and ``map`` (:mod:`~hik_sim.learning.models.harmoatt`), which embed the pose into a map and fuse attention
+over it; the shipped networks use ``dense`` (or ``map``)."""
 
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ from hik_sim.errors import ModelError
 from hik_sim.learning.models.common import IKOutput, LimitHead
 from hik_sim.learning.models.cycleik import CYCLEIK_PROFILES, CycleIKGenerator, cycleik_width_for
 from hik_sim.learning.models.harmoatt import HarmoAttIK
+from hik_sim.learning.models.harmoatt_cycleik import HarmoAttCycleIK, attention_share, paper_width_for
 from hik_sim.learning.models.mlp import MLPIK
 from hik_sim.learning.models.regression import RegressionIK
 
-__all__ = ["MODEL_KINDS", "ModelKind", "IKOutput", "LimitHead", "HarmoAttIK", "MLPIK", "CycleIKGenerator", "RegressionIK",
+__all__ = ["MODEL_KINDS", "ModelKind", "IKOutput", "LimitHead", "HarmoAttIK", "HarmoAttCycleIK", "attention_share", "MLPIK", "CycleIKGenerator", "RegressionIK",
            "CYCLEIK_PROFILES", "build_model", "parameter_count", "mlp_hidden_for", "matched_mlp_hidden",
            "matched_cycleik_width", "size_options"]
 
@@ -36,9 +42,12 @@ def build_model(kind: str, lower: torch.Tensor, upper: torch.Tensor, **options: 
     Raises:
         HikError: unknown kind or unknown option.
     """
-    classes = {"harmoatt": HarmoAttIK, "mlp": MLPIK, "cycleik": CycleIKGenerator, "regression": RegressionIK}
+    classes: dict[str, Any] = {"harmoatt": HarmoAttIK, "mlp": MLPIK, "cycleik": CycleIKGenerator, "regression": RegressionIK}
     if kind not in classes:
         raise ModelError(f"unknown model {kind!r}; models are: {', '.join(MODEL_KINDS)}")
+    if kind == "harmoatt" and options.get("trunk") == "cycleik":  # the paper's description: CycleIK's generator + fusion
+        options = {k: v for k, v in options.items() if k != "trunk"}
+        classes = {"harmoatt": HarmoAttCycleIK}
     try:
         return classes[kind](lower, upper, **options)
     except (TypeError, ValueError, RuntimeError) as exc:  # unknown option; a size torch refuses (hidden=-1)
@@ -90,7 +99,10 @@ def size_options(kind: str, outputs: int, options: dict[str, Any] | None = None)
     hypotheses = options.get("hypotheses", 1)
     # a bad value (hypotheses=nan) is left to the model's constructor, whose error says what is valid
     answers = {"hypotheses": hypotheses} if isinstance(hypotheses, int) and not isinstance(hypotheses, bool) and hypotheses > 1 else {}
-    if kind == "cycleik" and "width" not in options and "layers" not in options:
+    if kind == "harmoatt" and options.get("trunk") == "cycleik" and "width" not in options:
+        options["width"] = paper_width_for(outputs, int(hypotheses) if answers else 1,
+                                           5 if options.get("position_inputs") == 5 else 3)
+    elif kind == "cycleik" and "width" not in options and "layers" not in options:
         options["width"] = matched_cycleik_width(outputs, str(options.get("profile", "panda")), **answers)
     elif kind == "regression" and "hidden" not in options:
         options["hidden"] = matched_mlp_hidden(outputs, int(options.get("layers", 4)), **answers)

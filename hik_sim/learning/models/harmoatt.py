@@ -77,7 +77,8 @@ class FusionBlock(nn.Module):
     Args:
         channels: C.
         positions: L.
-        feed_forward: the block's feed-forward layer, (B, L, C) → (B, L, C), added as a residual.
+        feed_forward: the block's feed-forward layer, (B, L, C) → (B, L, C), added as a residual; ``None``: none
+            (the paper network's blocks, :mod:`~hik_sim.learning.models.harmoatt_cycleik`).
         reduction: squeeze ratio of the channel branch.
         tau_min: smallest softmax temperature.
         tau_max: largest softmax temperature.
@@ -86,7 +87,7 @@ class FusionBlock(nn.Module):
         norm: layer-normalise the block's input (the ``map`` trunk) or not (the ``dense`` trunk).
     """
 
-    def __init__(self, channels: int, positions: int, feed_forward: nn.Module, reduction: int = 4, tau_min: float = 0.25,
+    def __init__(self, channels: int, positions: int, feed_forward: nn.Module | None, reduction: int = 4, tau_min: float = 0.25,
                  tau_max: float = 4.0, attention: bool = True, norm: bool = True) -> None:
         super().__init__()
         if not 0 < tau_min < tau_max:
@@ -128,7 +129,7 @@ class FusionBlock(nn.Module):
             x = x + (weights[:, :, None, None] * self.branches(normed)).sum(dim=1)
         else:
             x = x + normed
-        return x + self.feed_forward(x), weights, tau
+        return (x if self.feed_forward is None else x + self.feed_forward(x)), weights, tau
 
 
 class _PositionWise(nn.Sequential):

@@ -1,0 +1,357 @@
+"""Does the attention help? HarmoAtt-IK against its controls at equal wall-clock time, several seeds.
+
+Arms (``ARMS``), each trained at the shipped recipe (four answers, the canonical turn with the turn as input and the
+limit clamp in training, batch 256, AdamW 3e-3 with warm-up and cosine decay, the composite loss with entropy weight
+0.01) unless its row says otherwise, and matched in parameters to the shipped four-answer network (~148 k):
+
+- ``harmoatt``: the paper's description, CycleIK's generator with attention-fusion blocks (``trunk=cycleik``);
+- ``harmoatt_no_attention``: the same network, every fusion block's attention replaced by the identity;
+- ``harmoatt_max_entropy``: ``harmoatt`` with the entropy term's sign reversed (λ = −0.01: the loss rewards fusion
+  weights that mix the branches; the other reading of the paper's "Shannon-entropy term");
+- ``harmoatt_dense`` / ``harmoatt_dense_no_attention``: the shipped feature-map trunk with and without attention;
+- ``cycleik``: CycleIK's generator as published (its loss, Adam at its rate 2.4e-4, one answer; no turn options:
+  CycleIK has none) at the same size;
+- ``cycleik_our_recipe``: the same generator with the recipe above (no turn input: the generator reads 7 values);
+- ``mlp``: the parameter-matched MLP with the recipe above.
+
+Equal wall-clock time without a quiet machine: each arm's step rate on one thread is measured once per robot in CPU
+time (``--calibrate``: the CPU seconds of a 600-step run less a 1-step run's, which another process's load barely
+moves) and kept in ``calibration.json``; every run then trains ``minutes × 60 × rate`` steps: the same time for every
+arm on a dedicated core, whatever else the machine does meanwhile, and the same steps when a run is resumed in a
+later process. Each run is one thread; ``--jobs`` run side by side. The final weights are measured (not the
+best validation checkpoint).
+
+Every finished run is one row of ``attention_ablation.json`` (written after each run): robot, model, seed, params,
+minutes, steps, and on the fixed test targets (seed 2024, ``--targets``) pos_mean_mm, rot_mean_deg,
+success_5mm_2deg, plus, for networks with fusion blocks, each block's fusion statistics over the test targets
+(mean weight per branch, the share of targets each branch dominates, the share where one branch holds ≥ 95 % of
+the weight, the temperature's range). ``attention_ablation.md`` summarises mean ± 95 % t-interval over seeds per
+robot × model and the paired differences (same seed) of each control against ``harmoatt``.
+
+Usage::
+
+    python benchmarks/attention_ablation.py --calibrate                     # step rates, once per machine kind
+    python benchmarks/attention_ablation.py --jobs 2 --stop-after 90        # train what is missing, stop launching after 90 min
+    python benchmarks/attention_ablation.py --summary                       # tables from the record only
+    python benchmarks/attention_ablation.py --quick                         # seconds: a smoke test (own folder)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "attention_ablation"
+RUNS = ROOT / "runs" / "attention_ablation"
+ROBOTS = ("talos", "romeo", "icub", "g1", "jvrc1", "irb120", "panda")
+TEST_SEED = 2024
+MINUTES = 3.0
+SEEDS = (0, 1, 2)
+TURN = ("canonical_turn=true", "clamp_in_training=true", "turn_input=true")
+RECIPE = ("--batch", "256", "--lr", "3e-3", "--entropy-weight", "0.01")
+DENSE = ("trunk=dense", "channels=16", "positions=8", "feed_forward=256", "embed_hidden=64")
+T_95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def shipped_parameters(joints: int) -> int:
+    """Parameters of the shipped recipe's four-answer HarmoAtt-IK (dense trunk, turn input) for ``joints`` free joints."""
+    from hik_sim.learning.models import build_model, parameter_count
+
+    options: dict[str, Any] = {k: _value(v) for k, v in (o.split("=") for o in DENSE)}
+    lower, upper = -torch.ones(joints), torch.ones(joints)
+    return parameter_count(build_model("harmoatt", lower, upper, hypotheses=4, position_inputs=5, **options))
+
+
+def _value(text: str) -> Any:
+    return int(text) if text.isdigit() else text
+
+
+def arm_arguments(arm: str, joints: int) -> list[str]:
+    """The trainer arguments of one arm for a robot with ``joints`` free joints (sizes matched to the shipped recipe)."""
+    from hik_sim.learning.models import mlp_hidden_for
+    from hik_sim.learning.models.cycleik import cycleik_width_for
+    from hik_sim.learning.models.harmoatt_cycleik import paper_width_for
+
+    target = shipped_parameters(joints)
+    paper = ["trunk=cycleik", f"width={paper_width_for(joints, 4, 5, parameters=target)}", "hypotheses=4", *TURN]
+    options: dict[str, tuple[str, list[str], tuple[str, ...]]] = {
+        "harmoatt": ("harmoatt", paper, RECIPE),
+        "harmoatt_no_attention": ("harmoatt", [*paper, "attention=false"], RECIPE),
+        "harmoatt_max_entropy": ("harmoatt", paper, ("--batch", "256", "--lr", "3e-3", "--entropy-weight", "-0.01")),
+        "harmoatt_dense": ("harmoatt", [*DENSE, "hypotheses=4", *TURN], RECIPE),
+        "harmoatt_dense_no_attention": ("harmoatt", [*DENSE, "hypotheses=4", *TURN, "attention=false"], RECIPE),
+        "cycleik": ("cycleik", [f"width={cycleik_width_for(target, joints)}"], ("--batch", "256")),
+        "cycleik_our_recipe": ("cycleik", [f"width={cycleik_width_for(target, joints * 4)}", "hypotheses=4",
+                                           "canonical_turn=true", "clamp_in_training=true"],
+                               (*RECIPE, "--objective", "composite")),
+        "mlp": ("mlp", [f"hidden={mlp_hidden_for(target, joints * 4, in_features=9)}", "hypotheses=4", *TURN], RECIPE),
+    }
+    kind, model_options, flags = options[arm]
+    return ["--model", kind, *[a for o in model_options for a in ("--model-option", o)], *flags]
+
+
+ARMS = ("harmoatt", "harmoatt_no_attention", "harmoatt_max_entropy", "harmoatt_dense", "harmoatt_dense_no_attention",
+        "cycleik", "cycleik_our_recipe", "mlp")
+
+
+def _joints(robot: str) -> int:
+    from hik_sim.robots import get_robot
+
+    return len(get_robot(robot).joint_names)
+
+
+def _train(robot: str, arm: str, seed: int, out: Path, steps: int, eval_every: int, eval_size: int) -> tuple[float, float]:
+    """Train one run in a subprocess (one thread), resuming ``out`` if a periodic checkpoint exists.
+
+    Returns:
+        (wall seconds, CPU seconds) of the process.
+    """
+    command = [sys.executable, "-m", "hik_sim.train", "--robot", robot, *arm_arguments(arm, _joints(robot)), "--seed", str(seed),
+               "--device", "cpu", "--eval-every", str(eval_every), "--eval-size", str(eval_size), "--checkpoint-minutes", "1",
+               "--no-progress", "--steps", str(steps), "--out", str(out)]
+    if out.is_file():
+        command += ["--resume", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            log.seek(0)
+            raise RuntimeError(f"training {robot}/{arm}/seed {seed} failed ({process.returncode}):\n{log.read().decode()[-3000:]}")
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, jobs: int) -> dict[str, dict[str, float]]:
+    """Steps a CPU-second of every arm on every robot, one thread: a run of ``steps`` steps less a run of one step (the
+    start-up, the normaliser and the final validation cancel), in CPU time, which another process's load barely moves."""
+    def rate(job: tuple[str, str]) -> tuple[str, str, float]:
+        robot, arm = job
+        cpu = []
+        for n in (1, steps):
+            out = folder / "calibration" / robot / f"{arm}_{n}.pt"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.unlink(missing_ok=True)
+            cpu.append(_train(robot, arm, 0, out, n, 10**9, 100)[1])
+        value = (steps - 1) / max(cpu[1] - cpu[0], 1e-3)
+        print(f"  {robot:7s} {arm:28s} {value:7.1f} steps per CPU-second", flush=True)
+        return robot, arm, value
+
+    rates: dict[str, dict[str, float]] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for robot, arm, value in pool.map(rate, [(r, a) for r in robots for a in arms]):
+            rates.setdefault(robot, {})[arm] = value
+    return rates
+
+
+@torch.no_grad()
+def measure(path: Path, robot: str, targets: int) -> dict[str, Any]:
+    """A trained run's test figures and fusion statistics on the test targets (seed 2024)."""
+    from hik_sim.evaluation.metrics import evaluate_network
+    from hik_sim.kinematics.chain import Chain
+    from hik_sim.learning.checkpoint import load_checkpoint
+    from hik_sim.learning.data import make_eval_set
+    from hik_sim.learning.models import attention_share
+    from hik_sim.robots import get_robot
+
+    network, _ = load_checkpoint(path)
+    network.eval()
+    chain = Chain(get_robot(robot))
+    test = make_eval_set(chain, TEST_SEED, targets, network.selection)
+    metrics = evaluate_network(network, chain, test)
+    row: dict[str, Any] = {"params": sum(p.numel() for p in network.model.parameters()),
+                           **{k: metrics[k] for k in ("pos_mean_mm", "pos_median_mm", "rot_mean_deg", "success_5mm_2deg")}}
+    share = attention_share(network.model)
+    row["attention_parameter_share"] = share["attention_parameter_share"]
+    out = network(test.batch.pos.float(), test.batch.quat.float(), choose=False)
+    if out.fusion_weights is not None and share["attention_branch_parameters"]:
+        row["fusion"] = fusion_statistics(out.fusion_weights, out.temperature)
+    return row
+
+
+def fusion_statistics(weights: torch.Tensor, temperature: torch.Tensor | None) -> list[dict[str, Any]]:
+    """Per block: mean weight per branch, the share of inputs each branch dominates (largest weight), the share of inputs
+    where one branch holds at least 95 % of the weight, the mean entropy [nats] and the temperature's range.
+
+    Args:
+        weights: (B, K, 3) fusion weights (channel, spatial, cross).
+        temperature: (B, K) the temperatures.
+    """
+    from hik_sim.learning.models.harmoatt import BRANCHES
+
+    blocks = []
+    for k in range(weights.shape[1]):
+        w = weights[:, k].double()
+        top = w.argmax(dim=1)
+        entropy = -(w.clamp_min(1e-12) * w.clamp_min(1e-12).log()).sum(dim=1)
+        block: dict[str, Any] = {
+            "mean_weight": {b: float(w[:, i].mean()) for i, b in enumerate(BRANCHES)},
+            "dominates": {b: float((top == i).double().mean()) for i, b in enumerate(BRANCHES)},
+            "one_branch_95": float((w.amax(dim=1) >= 0.95).double().mean()),
+            "entropy_mean_nats": float(entropy.mean()),
+        }
+        if temperature is not None:
+            tau = temperature[:, k].double()
+            block["temperature"] = {"min": float(tau.min()), "mean": float(tau.mean()), "max": float(tau.max())}
+        blocks.append(block)
+    return blocks
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """Mean and half-width of the 95 % t-interval (0 half-width for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, float("nan")
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, T_95.get(n - 1, 1.96) * sd / math.sqrt(n)
+
+
+def summary(rows: list[dict[str, Any]], minutes: float) -> str:
+    """Markdown: per robot × model mean ± 95 % CI over seeds; paired differences against ``harmoatt``; fusion use."""
+    lines = [f"# Attention ablation: {minutes:g} calibrated minutes a run, test targets seed {TEST_SEED}", "",
+             "Mean ± 95 % t-interval over seeds (n = seeds). Command: `python benchmarks/attention_ablation.py --summary`.", "",
+             "| robot | model | n | params | steps | pos mean [mm] | rot mean [°] | success 5 mm & 2° [%] |",
+             "|---|---|---:|---:|---:|---|---|---|"]
+    robots = [r for r in ROBOTS if any(row["robot"] == r for row in rows)]
+    for robot in robots:
+        for arm in ARMS:
+            mine = [r for r in rows if r["robot"] == robot and r["model"] == arm]
+            if not mine:
+                continue
+            cells = []
+            for key, scale in (("pos_mean_mm", 1), ("rot_mean_deg", 1), ("success_5mm_2deg", 100)):
+                m, h = interval([scale * r[key] for r in mine])
+                cells.append(f"{m:.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:.2f}")
+            lines.append(f"| {robot} | {arm} | {len(mine)} | {mine[0]['params']:,} | {round(sum(r['steps'] for r in mine) / len(mine)):,} | "
+                         + " | ".join(cells) + " |")
+    lines += ["", "## Paired differences (control − harmoatt, same robot and seed), pooled over robots", "",
+              "Positive: the control's error is larger (the attention network is better). n = robot × seed pairs.", "",
+              "| control | n | Δ pos mean [mm] | Δ rot mean [°] | Δ success [points] |", "|---|---:|---|---|---|"]
+    base = {(r["robot"], r["seed"]): r for r in rows if r["model"] == "harmoatt"}
+    for arm in ARMS[1:]:
+        pairs = [(r, base[(r["robot"], r["seed"])]) for r in rows if r["model"] == arm and (r["robot"], r["seed"]) in base]
+        if not pairs:
+            continue
+        cells = []
+        for key, scale in (("pos_mean_mm", 1), ("rot_mean_deg", 1), ("success_5mm_2deg", 100)):
+            m, h = interval([scale * (a[key] - b[key]) for a, b in pairs])
+            cells.append(f"{m:+.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:+.2f}")
+        lines.append(f"| {arm} | {len(pairs)} | " + " | ".join(cells) + " |")
+    lines += ["", "## Fusion weights over the test targets (mean over seeds)", "",
+              "Share of targets each branch dominates (channel / spatial / cross), share where one branch holds ≥ 95 %, "
+              "mean entropy (of ln 3 = 1.10 nats), temperature range.", "",
+              "| robot | model | block | dominates c / s / x | one branch ≥ 95 % | entropy [nats] | τ min–max |", "|---|---|---:|---|---:|---:|---|"]
+    for robot in robots:
+        for arm in ARMS:
+            mine = [r for r in rows if r["robot"] == robot and r["model"] == arm and r.get("fusion")]
+            if not mine or arm.endswith("no_attention"):
+                continue
+            for k in range(len(mine[0]["fusion"])):
+                blocks = [r["fusion"][k] for r in mine]
+                dom = " / ".join(f"{100 * sum(b['dominates'][x] for b in blocks) / len(blocks):.0f}" for x in ("channel", "spatial", "cross"))
+                one = 100 * sum(b["one_branch_95"] for b in blocks) / len(blocks)
+                ent = sum(b["entropy_mean_nats"] for b in blocks) / len(blocks)
+                tmin = min(b["temperature"]["min"] for b in blocks)
+                tmax = max(b["temperature"]["max"] for b in blocks)
+                lines.append(f"| {robot} | {arm} | {k + 1} | {dom} | {one:.0f} % | {ent:.2f} | {tmin:.2f}–{tmax:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {"rows": []}
+
+
+def _save(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.partial")
+    temporary.write_text(json.dumps(record, indent=1))
+    temporary.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robots", nargs="+", default=list(ROBOTS[:5]), choices=ROBOTS)
+    parser.add_argument("--models", nargs="+", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument("--minutes", type=float, default=MINUTES, help=f"calibrated minutes a run (default {MINUTES:g})")
+    parser.add_argument("--targets", type=int, default=10_000, help="test targets (seed 2024)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side, one thread each")
+    parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
+    parser.add_argument("--calibrate", action="store_true", help="measure every arm's step rate (calibration.json) and stop")
+    parser.add_argument("--calibration-steps", type=int, default=600, help="steps of each calibration run (default 600)")
+    parser.add_argument("--summary", action="store_true", help="only write the Markdown summary from the record")
+    parser.add_argument("--quick", action="store_true", help="a smoke test: tiny budget, own folder under runs/")
+    parser.add_argument("--out", type=Path, default=None, help=f"record folder (default {RESULTS.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    folder = args.out or (RUNS / "quick" if args.quick else RESULTS)
+    runs = RUNS / "quick" if args.quick else RUNS
+    record_path = folder / "attention_ablation.json"
+    calibration_path = folder / "calibration.json"
+    if args.calibrate:
+        rates = calibrate(args.robots, args.models, args.calibration_steps, runs, args.jobs)
+        previous = _load(calibration_path).get("steps_per_second", {}) if calibration_path.is_file() else {}
+        for robot, values in rates.items():
+            previous.setdefault(robot, {}).update(values)
+        _save(calibration_path, {"command": "python benchmarks/attention_ablation.py --calibrate --jobs 2", "threads": 1,
+                                 "unit": "optimiser steps per CPU-second of one thread",
+                                 "calibration_steps": args.calibration_steps, "steps_per_second": previous})
+        return 0
+    record = _load(record_path)
+    record.update({"minutes": args.minutes, "test_seed": TEST_SEED, "test_targets": args.targets,
+                   "command": "python benchmarks/attention_ablation.py --jobs 2"})
+    if not args.summary:
+        if args.quick:
+            rates = {r: dict.fromkeys(args.models, 100.0) for r in args.robots}
+        else:
+            if not calibration_path.is_file():
+                print(f"no {calibration_path}: run with --calibrate first", file=sys.stderr)
+                return 2
+            rates = json.loads(calibration_path.read_text())["steps_per_second"]
+        done = {(r["robot"], r["model"], r["seed"]) for r in record["rows"]}
+        todo = [(robot, arm, seed) for seed in args.seeds for robot in args.robots for arm in args.models
+                if (robot, arm, seed) not in done]
+        start = time.monotonic()
+
+        def run(job: tuple[str, str, int]) -> None:
+            robot, arm, seed = job
+            if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
+                return
+            steps = max(1, round(args.minutes * 60 * rates[robot][arm])) if not args.quick else 20
+            out = runs / robot / f"{arm}_seed{seed}.pt"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
+            row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rates[robot][arm] / 60, "steps": steps,
+                   "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
+                   **measure(out, robot, 500 if args.quick else args.targets)}
+            record["rows"].append(row)
+            _save(record_path, record)
+            print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
+                  f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for future in [pool.submit(run, job) for job in todo]:
+                future.result()
+    rows = sorted(record["rows"], key=lambda r: (ROBOTS.index(r["robot"]), ARMS.index(r["model"]), r["seed"]))
+    record["rows"] = rows
+    _save(record_path, record)
+    (folder / "attention_ablation.md").write_text(summary(rows, args.minutes))
+    print(summary(rows, args.minutes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
