@@ -912,3 +912,39 @@ def test_a_correction_asks_only_the_network_whose_answer_it_follows() -> None:
         del four.candidates, one.candidates
     corrections = int(result.fk_evals.sum()) - 5 * 300  # 5 answers checked by FK, then one FK a correction
     assert corrections > 0 and sum(asked) - 2 * 300 == corrections  # the first query asks both, a correction one
+
+
+@pytest.mark.parametrize("robot", ["irb120", "panda"])
+def test_a_targets_hybrid_answer_does_not_depend_on_the_rest_of_its_batch(robot: str) -> None:
+    """Targets solved in a batch, alone, and as copies of one another get the same answers and costs: the random restarts
+    of each target come from its own stream. The shipped hybrid (with the IRB120's fallback network) first, then one
+    without table seeds whose seed network is the MLP seed, so that many targets reach the random restarts."""
+    from hik_sim.policies import load_pretrained
+    from hik_sim.solvers.ik import TargetStreams
+
+    chain = Chain(robot_by_id(robot))
+    targets = make_eval_set(chain, 4242, 80)
+    pos, quat = targets.batch.pos, targets.batch.quat
+    weak = HybridIK(load_pretrained(robot, "mlp_seed"), LMRefiner(chain), table_seeds=0)
+    for solver in (make_solver("hybrid", robot, batched=True), weak):
+        batch = solver.solve(pos, quat)
+        hardest = batch.fk_evals.argsort(descending=True)[:4].tolist()
+        for i in (*hardest, 0):
+            alone = solver.solve(pos[i:i + 1], quat[i:i + 1])
+            assert int(alone.fk_evals[0]) == int(batch.fk_evals[i]) and bool(alone.success[0]) == bool(batch.success[i])
+            assert float((alone.q[0] - batch.q[i]).abs().max()) < 1e-6
+        i = hardest[0]
+        copies = solver.solve(pos[i:i + 1].repeat(4, 1), quat[i:i + 1].repeat(4, 1))
+        assert len(set(copies.fk_evals.tolist())) == 1 and float((copies.q - copies.q[0]).abs().max()) < 1e-6
+    assert int(batch.fk_evals.max()) > 60  # the weak hybrid's hardest targets ran random restarts
+    assert make_solver("hybrid", robot, batched=True).solve(torch.zeros(0, 3), torch.zeros(0, 4)).q.shape == (0, chain.dof)
+    # the stream itself: a target's draws depend on its pose and the draw number, not on its neighbours
+    streams = TargetStreams(0)
+    keys = streams.target_keys(pos[:5], quat[:5])
+    together = TargetStreams.uniform(chain, keys, np.zeros(5, dtype=np.int64), 3)
+    alone_draws = TargetStreams.uniform(chain, keys[2:3], np.zeros(1, dtype=np.int64), 3)
+    later = TargetStreams.uniform(chain, keys[2:3], np.array([1]), 2)
+    assert torch.equal(together[2], alone_draws[0]) and torch.equal(later[0], alone_draws[0, 1:])
+    lower, upper = chain.limits()
+    assert bool((together >= lower.double()).all()) and bool((together <= upper.double()).all())
+    assert len({tuple(k) for k in together.reshape(-1, chain.dof).tolist()}) == 15

@@ -32,7 +32,9 @@ The residual is 6-D: the position error [m] and the rotation error as an axis-an
 [rad], weighted by ``rotation_weight`` [m/rad] so that both are comparable in length.
 
 Random restarts draw from :func:`restart_rng`, a stream that can never be the one that made the
-targets (see there), so no solver's success depends on replaying its targets' configurations.
+targets (see there), so no solver's success depends on replaying its targets' configurations. The
+hybrid solvers draw each target's restarts from its own stream (:class:`TargetStreams`): a target's
+answer does not depend on the other targets of its batch.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from hik_sim.solvers.single_target import (CLOSE_DAMPING, STALL_ITERATIONS, STAL
 
 __all__ = ["IKResult", "IKSolver", "SingleTargetSolver", "Tolerance",
            "NeuralIK", "LMRefiner", "LMRun", "MultistartIK", "TableSeededIK", "HybridIK", "SingleTargetIK", "DmControlIK", "check_targets",
-           "check_network_fits", "restart_rng", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
+           "check_network_fits", "restart_rng", "TargetStreams", "RESTART_STREAM", "rotation_residual", "REPORT_TOLERANCES", "RESTARTS",
            "SINGLE_TARGET_RESTARTS", "DISTINCT_SEEDS", "TABLE_SEEDS", "head_order", "first_good_answers", "HEAD_ORDER_SAMPLES"]
 
 TABLE_SEEDS = 4
@@ -90,6 +92,52 @@ def restart_rng(seed: int) -> np.random.Generator:
         A fresh generator.
     """
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(RESTART_STREAM,)))
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic): a well-mixed 64-bit hash of each value."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+class TargetStreams:
+    """Random restart configurations drawn per target: a target's k-th random seed depends on the solver's seed, the
+    target pose's exact values (float64 bits) and k only, never on the other targets of the batch or their order, so a
+    target solved alone gets the answer it gets in any batch, and copies of one target get the same answer.
+
+    A counter-based stream (SplitMix64 of the seed, the pose's bits, the draw and the joint), vectorised over targets;
+    its seed space is set apart from the targets' streams like :func:`restart_rng`'s (``RESTART_STREAM``).
+
+    Args:
+        seed: the solver's seed (any non-negative integer).
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.key = _splitmix64(np.array([seed ^ RESTART_STREAM], dtype=np.uint64))[0]
+
+    def target_keys(self, pos: torch.Tensor, quat: torch.Tensor) -> np.ndarray:
+        """(B,) uint64 keys of targets (B, 3) [m], (B, 4) wxyz: their float64 bits hashed with the seed."""
+        words = np.ascontiguousarray(torch.cat((pos, quat), dim=1).detach().double().cpu().numpy()).view(np.uint64)
+        key = np.full(words.shape[0], self.key, dtype=np.uint64)
+        for column in words.T:
+            key = _splitmix64(key ^ column)
+        return key
+
+    @staticmethod
+    def uniform(chain: Chain, keys: np.ndarray, first_draw: np.ndarray, count: int) -> torch.Tensor:
+        """(b, count, n) float64 configurations uniform inside the joint limits: draws ``first_draw`` (b,) … + count − 1
+        of the targets with ``keys`` (b,)."""
+        lower, upper = (np.asarray(v, dtype=np.float64) for v in (chain.robot.lower, chain.robot.upper))
+        draw = first_draw.astype(np.uint64)[:, None, None] + np.arange(count, dtype=np.uint64)[None, :, None]
+        cell = draw * np.uint64(chain.dof) + np.arange(chain.dof, dtype=np.uint64)[None, None, :] + np.uint64(1)
+        bits = _splitmix64(keys[:, None, None] ^ _splitmix64(cell * _GOLDEN))
+        unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        return torch.from_numpy(lower + (upper - lower) * unit)
 
 
 def _random_configurations(chain: Chain, count: int, rng: np.random.Generator) -> torch.Tensor:
@@ -958,14 +1006,15 @@ class MultistartIK:
 
 
 def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: torch.Tensor | None, rounds: int,
-              rng: np.random.Generator, stop_early: bool = True, finish: Tolerance = EXACT,
+              rng: np.random.Generator | TargetStreams, stop_early: bool = True, finish: Tolerance = EXACT,
               flips: JointFlips | None = None, facing: FirstJointSymmetry | None = None,
               evaluated: torch.Tensor | None = None, distinct: float = 0.0, added: "Sequence[_Added]" = ()) -> IKResult:
     """LM from ``first`` (B, n) or from each of ``first`` (B, S, n) in turn (or a random seed), then
     from random seeds, for the targets whose best answer is not yet within ``finish`` (every target
     when not ``stop_early``), ``rounds`` rounds in all; the best answer of each target is kept. The
     random seeds of all the remaining rounds are drawn at once for the targets left when the given
-    ones are spent (``rng`` fills target by target) and, on the numba backend, run in one compiled call.
+    ones are spent (``rng`` fills target by target; :class:`TargetStreams` draws each target's from its own stream) and,
+    on the numba backend, run in one compiled call.
 
     With ``flips``, a run from one of ``first``'s seeds that ends short of ``finish`` is followed, for
     those targets, by LM from its flip about each of ``flips.triples`` in turn (extra runs, not
@@ -999,6 +1048,8 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     jac = torch.zeros(batch, dtype=torch.int64)
     weight = refiner.rotation_weight
     pending = list(added)
+    keys = rng.target_keys(pos, quat) if isinstance(rng, TargetStreams) else None
+    draws = np.zeros(batch, dtype=np.int64)  # random seeds drawn so far, per target (TargetStreams)
 
     def splice(idx: torch.Tensor, more: _Choice, at: int) -> None:
         """``more``'s seeds (b, k, n) for targets ``idx`` into ``first`` before its seed ``at`` (absent, NaN, for the others)."""
@@ -1032,7 +1083,13 @@ def _restarts(refiner: LMRefiner, pos: torch.Tensor, quat: torch.Tensor, first: 
     def random_seeds(idx: torch.Tensor, count: int = 1) -> torch.Tensor:
         """Uniformly random seeds (b, count, n) for targets ``idx`` (b,), each faced to its target with ``facing``
         (whose FK the caller counts, for the seeds it runs)."""
-        seeds = _random_configurations(chain, idx.numel() * count, rng)
+        if isinstance(rng, TargetStreams):
+            assert keys is not None
+            at = idx.numpy()
+            seeds = rng.uniform(chain, keys[at], draws[at], count).reshape(idx.numel() * count, chain.dof)
+            draws[at] += count
+        else:
+            seeds = _random_configurations(chain, idx.numel() * count, rng)
         if facing is not None:
             seeds = facing.face(seeds, chain.fk(seeds).pos, pos[idx].repeat_interleave(count, dim=0), chain.robot.lower[0],
                                 chain.robot.upper[0])
@@ -1276,7 +1333,7 @@ class TableSeededIK:
         first = self.table.nearest(pos, quat, self.table_seeds)
         if q_init is not None:
             first = torch.cat((_check_q_init(q_init, pos.shape[0], self.chain.dof)[:, None], first), dim=1)
-        result = _restarts(self.refiner, pos, quat, first, max(1 + self.restarts, first.shape[1]), restart_rng(self.seed),
+        result = _restarts(self.refiner, pos, quat, first, max(1 + self.restarts, first.shape[1]), TargetStreams(self.seed),
                            finish=self.finish, flips=self.flips, distinct=self.distinct_seeds)
         return replace(result, wall_time=time.perf_counter() - start)
 
@@ -1431,7 +1488,7 @@ class HybridIK:
         start = time.perf_counter()
         pos, quat = check_targets(target_pos, target_quat)
         chain = self.refiner.chain
-        generator = restart_rng(self.seed)
+        generator = TargetStreams(self.seed)  # each target's restarts its own: the answer does not depend on the batch
         hypotheses = self.network.hypotheses
 
         def seeded(index: torch.Tensor | None) -> IKResult:
@@ -1440,7 +1497,7 @@ class HybridIK:
             evaluated = None
             if hypotheses > 1 and not self.rank_all_answers:
                 chosen = self._choice(p, o)
-                if self.fallback is not None:
+                if self.fallback is not None and p.shape[0]:  # an empty batch has no part to ask the fallback for
                     return self._with_fallback(p, o, chosen, generator)
                 seeds, choice, evaluated = chosen.seeds, chosen.fk, chosen.evaluated
             else:  # ordering H > 1 answers best first costs H FK (the network's own, in its dtype: LM counts the seed's again)
@@ -1482,7 +1539,7 @@ class HybridIK:
             order = (*order, *(network.hypotheses + h for h in order))
         return _first_good(chain, chain.clamp(answers.double().cpu()), pos, quat, order, self.refiner.tolerance, self.refiner)
 
-    def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, chosen: _Choice, generator: np.random.Generator) -> IKResult:
+    def _with_fallback(self, pos: torch.Tensor, quat: torch.Tensor, chosen: _Choice, generator: TargetStreams) -> IKResult:
         """LM and restarts for targets (B, 3), (B, 4) whose network answers are ``chosen`` by :func:`_first_good`:
         where none is good, the fallback network's answers (its first good one first) go before them."""
         chain, tolerance = self.refiner.chain, self.refiner.tolerance
