@@ -13,8 +13,8 @@ time per target, and exact (0.1 mm & 0.1°) solutions per second; then the hybri
 against both multistart-10 definitions, beside the paper's published IRB120 figures.
 
 Part 2 — peers, one target per call from the robot's home configuration (``--peer-targets``
-targets): hik_sim's single-target path (its seed network, ``single_target_seed_name``: the small ``mlp_seed``
-where shipped → LM → restarts; warm-started from a
+targets): hik_sim's single-target path (its seed network, ``single_target_seed_name``: the robot's HarmoAtt-IK → LM →
+restarts; the same seeded by the small ``mlp_seed`` where shipped; warm-started from a
 configuration 0.05 rad away, as in tracking; from home, then the network's answers, as a controller's first
 step; and without the network: home → LM → random restarts), TRAC-IK (``pytracik``), ``optik-py``, dm_control's
 ``qpos_from_site_pose``, pytorch-kinematics ``PseudoInverseIK`` and ``scipy.optimize.least_squares``
@@ -58,7 +58,7 @@ from hik_sim.kinematics.chain import Chain, reference_chain
 from hik_sim.robots import RobotSpec, get_robot, robot_names
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.policies import single_target_seed_name
-from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.registry import make_solver, shipped_networks
 from hik_sim.solvers.ik import REPORT_TOLERANCES
 
 
@@ -116,6 +116,10 @@ def peers(robot: RobotSpec, targets: int) -> list[dict[str, object]]:
         _single("hik_sim single-target, no network (home → LM → random restarts)", chain, batch,
                 lambda i: no_network.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()),
     ]
+    if "mlp_seed" in shipped_networks(robot) and single_seed != "mlp_seed":  # the small MLP seed, by name
+        small = make_solver("hybrid", robot, network="mlp_seed")
+        rows.insert(1, _single("hik_sim single-target (mlp_seed seed → LM)", chain, batch,
+                               lambda i: small.solve_one(batch.pos[i], batch.quat[i]).q[0].numpy()))
     try:
         import pytracik
 

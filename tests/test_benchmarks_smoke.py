@@ -347,8 +347,9 @@ def test_ik_bench_quick_run_puts_the_hybrid_beside_multistart_and_the_single_tar
     assert table["small_seed_hybrid_vs_multistart"]["evals_reduction_pct"] > 0
     assert "| irb120, hybrid seeded by mlp_seed |" in (tmp_path / "ik_irb120.md").read_text()
     single = {row["solver"]: row for row in record["peers"]["irb120"]}
-    for name in ("hik_sim single-target (mlp_seed seed → LM)", "hik_sim single-target, warm start (tracking)",
-                 "hik_sim single-target, the controller's first step (home → mlp_seed seed → random restarts)",
+    for name in ("hik_sim single-target (harmoatt_4answers seed → LM)", "hik_sim single-target (mlp_seed seed → LM)",
+                 "hik_sim single-target, warm start (tracking)",
+                 "hik_sim single-target, the controller's first step (home → harmoatt_4answers seed → random restarts)",
                  "hik_sim single-target, no network (home → LM → random restarts)"):
         assert single[name]["targets"] == 3 and single[name]["success_5mm_2deg"] == 1.0 and single[name]["median_ms"] > 0
     assert any(name.startswith("TRAC-IK") for name in single)  # measured, or reported as missing

@@ -76,24 +76,14 @@ HYBRID_SEEDS: dict[str, str] = dict.fromkeys(("irb120", "panda", "talos", "romeo
 def hybrid_seed_name(robot: str) -> str:
     """The shipped network that seeds the hybrid solver (network → LM) on ``robot``.
 
-    The seed that costs the hybrid fewer evaluations for the same success, by measurement (10,000
-    reachable targets, seed 99 — not the hybrid table's targets —, 49 restarts, the first good
-    answer taken; ``python benchmarks/success_rate.py --robots ... --restarts 49 --seed-network NAME
-    --out benchmarks/results/seed_choice/s19/NAME``, session 19). ``harmoatt_4answers`` on every robot
-    (the iCub since session 24, below): the 148 k four-answer networks (sessions 16–18), whose first good answer sits on the
-    right IK branch more often and whose other answers serve as the first restarts: evaluations a
-    target against ``harmoatt``'s: IRB120 15.3 / 24.8 (its map network, ``harmoatt_4answers_map`` since
-    session 21, when :func:`hybrid_fallback_name` paired it with a 148 k network), Panda 15.2 / 33.8, TALOS 9.3 / 21.4, Romeo
-    9.1 / 12.1, G1 26.9 / 32.9, JVRC-1 7.3 / 13.4, every target solved either way but the IRB120's 1 and
-    3, the Panda's 0 and 1, the G1's 0 and 1; the Panda's, TALOS's and Romeo's networks shipped later
-    that session 16.9 (one target left), 8.7 and 8.8 (``benchmarks/results/budget60/s19/seed_choice_*``).
-    ``harmoatt`` on the iCub until session 24 (6.4 against 7.6 for its 666 k four-answer network then); since, with
-    the hybrid's pose table, the iCub's 148 k four-answer network of session 21 too: about the same evaluations as
-    the 654 k ``harmoatt`` (20,000 validation targets, seeds 2026–2029: 6.07 against 5.97; the 2,000 seed-99 targets:
-    6.38 against 6.36) in half the time (``benchmarks/hybrid_cost.py``, one thread, 5,000 targets: 0.07 against 0.14 s,
-    its runs of session 24 after and before the change).
-    Before session 19 (all answers ranked, the older networks) only the IRB120
-    and TALOS took the four answers (``benchmarks/results/seed_choice``, sessions 11–13). A robot without a shipped
+    The seed that costs the hybrid fewer evaluations for the same success, by measurement:
+    ``harmoatt_4answers`` on every robot, the 148 k four-answer networks, whose first good answer sits on the right
+    IK branch more often and whose other answers serve as the first restarts. On the hybrid table's 5,000 targets a
+    robot (``python benchmarks/ik_bench.py --all``, benchmarks/results/ik_all.md), evaluations a target against the
+    one-answer ``harmoatt``'s: IRB120 7.8 / 13.7, Panda 11.7 / 19.6, TALOS 6.4 / 12.2, Romeo 6.9 / 8.7, G1 11.3 /
+    15.3, JVRC-1 6.1 / 9.5; the iCub 6.2 / 6.1, the same within noise, in less time (0.009 against 0.014 ms a
+    target) for a network under a quarter the size. Every target solved with it (Romeo's ``harmoatt`` seed leaves
+    1 of 5,000). A robot without a shipped
     ``harmoatt_4answers`` (a user's URDF) uses ``harmoatt``.
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
@@ -107,12 +97,12 @@ def hybrid_fallback_name(robot: str) -> str | None:
     """The shipped network the batched hybrid asks where none of :func:`hybrid_seed_name`'s answers is good
     (5 mm & 2°), before its random restarts (``HybridIK(fallback=...)``); None where it asks none.
 
-    The IRB120's ``harmoatt_4answers_map``, the 638 k four-answer map network of 181 minutes that seeded its
-    hybrid until session 21: the 148 k ``behind_turn`` network of 60 minutes that seeds it now is the better
-    network alone (test set 2.06 mm / 0.97°, 89.7 % against 2.90 mm / 1.48°, 80.2 %) but a costlier seed alone (26.9 evaluations a
+    The IRB120's ``harmoatt_4answers_map``, the 638 k four-answer map network of 181 minutes: the 148 k ``behind_turn``
+    network that seeds its hybrid is the better
+    network alone (test set 1.84 mm / 0.87°, 90.9 % against 2.90 mm / 1.48°, 80.2 %) but a costlier seed alone (26.9 evaluations a
     target against 15.6: its misses are wrong branches, the map network's near ones); asked first, with the
     map network for its misses, 13.4 evaluations a target, 100.00 % solved (5,000 targets, seed 777,
-    ``benchmarks/hybrid_cost.py``, sessions 20–21; 10,000 seed-99 targets with 49 restarts: 12.8 against
+    ``benchmarks/hybrid_cost.py``; 10,000 seed-99 targets with 49 restarts: 12.8 against
     the map network alone's 15.3, 100.000 % against 99.990 %). Where the seed is good the map network
     costs nothing.
     """
@@ -128,24 +118,20 @@ def load_hybrid_fallback(robot: str, map_location: str = "cpu"):  # noqa: ANN201
 def single_target_seed_name(robot: str) -> str:
     """The shipped network that seeds the single-target LM (``SingleTargetIK``, the controllers' path) on ``robot``.
 
-    ``mlp_seed`` where one is shipped: a small MLP (~35 k parameters, ~6 µs a pose on one thread), because
-    one target at a time the seed's forward pass is paid by that one target. HarmoAtt-IK's ~650 k
-    weights cost ~100–110 µs a pose on session 14's machine, more than the whole LM from the home
-    configuration (~70 µs with its restarts), so network-first solves were 3× slower than no network;
-    the small MLP, 6.9 mm off on average alone, gives the LM a start as good for its purpose: on the
-    IRB120 the same median as no network (0.07 ms) and a 40 % lower p95 (0.22–0.24 against 0.38–0.39 ms),
-    22 evaluations a target against 60 (session 14, ``benchmarks/ik_bench.py``; docs/benchmarks.md).
-    Elsewhere, until one is shipped: :func:`hybrid_seed_name`'s network. The batched hybrid keeps
-    :func:`hybrid_seed_name`'s: there one forward pass serves thousands of targets and the better seed
-    saves more.
+    The robot's HarmoAtt-IK seed, :func:`hybrid_seed_name`'s network, the same as the batched hybrid's: the default
+    controller is HarmoAtt-IK + LM. One target at a time the seed's forward pass is paid by that one target; the
+    148 k-weight four-answer networks answer a pose in tens of µs on one thread (compiled), and the cold single-target
+    solve stays under half of TRAC-IK's median on every robot (``benchmarks/ik_bench.py --all``, docs/results.md).
+    The small ``mlp_seed`` MLP (~35 k weights, shipped beside it) is a few µs faster a call and stays available by
+    name: ``make_solver("hybrid", robot, network="mlp_seed")``.
     """
-    return "mlp_seed" if _find(robot, "mlp_seed") is not None else hybrid_seed_name(robot)
+    return hybrid_seed_name(robot)
 
 
 def closed_loop_network_name(robot: str) -> str:
     """The shipped network of the ``closed_loop`` policy (the network alone, closed on its own error) on ``robot``.
 
-    ``harmoatt_4answers`` wherever one is shipped (every registered robot since session 11): on the test set
+    ``harmoatt_4answers`` wherever one is shipped (every registered robot): on the test set
     the more accurate network on each of those robots (``tests/test_pretrained.py`` checks it), and
     without a least-squares solver the network's accuracy is all there is; else the hybrid's seed.
     """
@@ -158,11 +144,11 @@ def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
     The robot's one-answer ``harmoatt`` beside its ``harmoatt_4answers`` (where both are shipped): an
     ensemble of five answers. Where all four answers of the four-answer network fail together, the
     other network's often does not: on TALOS's figure-eight (90.6 → 1.6 mm RMS) and on Reach goals
-    (session 13, ``env_bench.py --controllers closed_loop_four_answers closed_loop``; docs/networks.md).
+    (``env_bench.py --controllers closed_loop_four_answers closed_loop``; docs/networks.md).
     Adding the MLP too did not help (the G1: Reach the same, Track 1.9 → 2.8 mm, a development script).
     Then the robot's :func:`hybrid_fallback_name` network, where it has one (the IRB120's map network: its
     148 k closed-loop network's misses are wrong branches that the corrections do not leave, the map
-    network's near ones that they close; docs/networks.md, session 21).
+    network's near ones that they close; docs/networks.md).
     """
     main = closed_loop_network_name(robot)
     one = ("harmoatt",) if main != "harmoatt" and _find(robot, "harmoatt") is not None else ()

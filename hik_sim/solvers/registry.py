@@ -12,8 +12,8 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK` on
   :func:`~hik_sim.policies.hybrid_seed_name`'s network (asking :func:`~hik_sim.policies.hybrid_fallback_name`'s,
   where the robot has one, for the targets none of the seed's answers is good for); one target a call (the controller's path),
-  :class:`~hik_sim.solvers.ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the small
-  ``mlp_seed`` where shipped, else the same network).
+  :class:`~hik_sim.solvers.ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the same
+  HarmoAtt-IK network); ``network="mlp_seed"`` seeds either from the small MLP instead.
 - ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
 - ``lm``: :class:`~hik_sim.solvers.ik.SingleTargetIK` without a network (the current joints, then up
   to 49 random restarts).
@@ -120,7 +120,12 @@ def _robot(robot: str | RobotSpec) -> RobotSpec:
 
 
 def _load(network: IKNetwork | str | Path, robot: RobotSpec, device: str) -> IKNetwork:
-    """``network`` itself, or the checkpoint at that path, checked against the robot."""
+    """``network`` itself, the robot's shipped network of that name (e.g. ``mlp_seed``), or the checkpoint at that path,
+    checked against the robot."""
+    if isinstance(network, str) and not is_checkpoint(network) and network in shipped_networks(robot):
+        from hik_sim.policies import load_pretrained
+
+        return load_pretrained(robot.name, network, device)
     if isinstance(network, (str, Path)):
         from hik_sim.learning.checkpoint import load_checkpoint
 
@@ -139,7 +144,8 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         robot: a registered robot's name, or any :class:`~hik_sim.robots.RobotSpec`.
         device: where networks run.
         network: for ``closed_loop`` and ``hybrid``: the network (an
-            :class:`~hik_sim.learning.network.IKNetwork` or a checkpoint path) in place of the robot's shipped
+            :class:`~hik_sim.learning.network.IKNetwork`, the name of another network shipped for the robot such as
+            ``mlp_seed``, or a checkpoint path) in place of the robot's shipped
             seed network; the other names take none.
         batched: for ``hybrid``: :class:`~hik_sim.solvers.ik.HybridIK` (many targets a call) rather than
             :class:`~hik_sim.solvers.ik.SingleTargetIK` (one target a call, the controller's path). Every
@@ -180,7 +186,7 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
             raise NetworkNotShippedError(name, spec)
         if name == "closed_loop":
             default = closed_loop_network_name(spec.name)
-        else:  # the batched hybrid's seed, or the small one of the single-target path where shipped
+        else:  # HarmoAtt-IK: the batched hybrid's seed, and the single-target path's
             default = hybrid_seed_name(spec.name) if batched else single_target_seed_name(spec.name)
         seed = _load(network, spec, device) if network is not None else load_pretrained(spec.name, default, device)
         if name == "closed_loop":  # a given network alone; else the shipped one with the robot's other closed-loop networks
