@@ -15,7 +15,7 @@ limit clamp in training, batch 256, AdamW 3e-3 with warm-up and cosine decay, th
 - ``mlp``: the parameter-matched MLP with the recipe above.
 
 Equal wall-clock time without a quiet machine: each arm's step rate on one thread is measured once per robot in CPU
-time (``--calibrate``: the CPU seconds of a 600-step run less a 1-step run's, which another process's load barely
+time (``--calibrate``: the CPU seconds of a 400-step run less a 1-step run's, which another process's load barely
 moves) and kept in ``calibration.json``; every run then trains ``minutes × 60 × rate`` steps: the same time for every
 arm on a dedicated core, whatever else the machine does meanwhile, and the same steps when a run is resumed in a
 later process. Each run is one thread; ``--jobs`` run side by side. The final weights are measured (not the
@@ -45,6 +45,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -135,26 +136,31 @@ def _train(robot: str, arm: str, seed: int, out: Path, steps: int, eval_every: i
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
-def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, jobs: int) -> dict[str, dict[str, float]]:
-    """Steps a CPU-second of every arm on every robot, one thread: a run of ``steps`` steps less a run of one step (the
-    start-up, the normaliser and the final validation cancel), in CPU time, which another process's load barely moves."""
-    def rate(job: tuple[str, str]) -> tuple[str, str, float]:
+def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, jobs: int, record: Path) -> None:
+    """Steps a CPU-second of every arm on every robot, one thread, into ``record`` as each is measured (pairs already
+    there are kept): a run of ``steps`` steps less a run of one step (the start-up, the normaliser and the final
+    validation cancel), in CPU time, which another process's load barely moves."""
+    lock = threading.Lock()
+    done = _load(record).get("steps_per_second", {})
+
+    def rate(job: tuple[str, str]) -> None:
         robot, arm = job
         cpu = []
         for n in (1, steps):
-            out = folder / "calibration" / robot / f"{arm}_{n}.pt"
+            out = folder / "calibration" / robot / f"{arm}_{n}.safetensors"
             out.parent.mkdir(parents=True, exist_ok=True)
             out.unlink(missing_ok=True)
             cpu.append(_train(robot, arm, 0, out, n, 10**9, 100)[1])
         value = (steps - 1) / max(cpu[1] - cpu[0], 1e-3)
         print(f"  {robot:7s} {arm:28s} {value:7.1f} steps per CPU-second", flush=True)
-        return robot, arm, value
+        with lock:
+            done.setdefault(robot, {})[arm] = value
+            _save(record, {"command": "python benchmarks/attention_ablation.py --calibrate --jobs 2", "threads": 1,
+                           "unit": "optimiser steps per CPU-second of one thread", "calibration_steps": steps,
+                           "steps_per_second": done})
 
-    rates: dict[str, dict[str, float]] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for robot, arm, value in pool.map(rate, [(r, a) for r in robots for a in arms]):
-            rates.setdefault(robot, {})[arm] = value
-    return rates
+        list(pool.map(rate, [(r, a) for r in robots for a in arms if a not in done.get(r, {})]))
 
 
 @torch.no_grad()
@@ -292,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side, one thread each")
     parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
     parser.add_argument("--calibrate", action="store_true", help="measure every arm's step rate (calibration.json) and stop")
-    parser.add_argument("--calibration-steps", type=int, default=600, help="steps of each calibration run (default 600)")
+    parser.add_argument("--calibration-steps", type=int, default=400, help="steps of each calibration run (default 400)")
     parser.add_argument("--summary", action="store_true", help="only write the Markdown summary from the record")
     parser.add_argument("--quick", action="store_true", help="a smoke test: tiny budget, own folder under runs/")
     parser.add_argument("--out", type=Path, default=None, help=f"record folder (default {RESULTS.relative_to(ROOT)})")
@@ -302,13 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     record_path = folder / "attention_ablation.json"
     calibration_path = folder / "calibration.json"
     if args.calibrate:
-        rates = calibrate(args.robots, args.models, args.calibration_steps, runs, args.jobs)
-        previous = _load(calibration_path).get("steps_per_second", {}) if calibration_path.is_file() else {}
-        for robot, values in rates.items():
-            previous.setdefault(robot, {}).update(values)
-        _save(calibration_path, {"command": "python benchmarks/attention_ablation.py --calibrate --jobs 2", "threads": 1,
-                                 "unit": "optimiser steps per CPU-second of one thread",
-                                 "calibration_steps": args.calibration_steps, "steps_per_second": previous})
+        calibrate(args.robots, args.models, args.calibration_steps, runs, args.jobs, calibration_path)
         return 0
     record = _load(record_path)
     record.update({"minutes": args.minutes, "test_seed": TEST_SEED, "test_targets": args.targets,
@@ -325,20 +325,26 @@ def main(argv: list[str] | None = None) -> int:
         todo = [(robot, arm, seed) for seed in args.seeds for robot in args.robots for arm in args.models
                 if (robot, arm, seed) not in done]
         start = time.monotonic()
+        lock = threading.Lock()
 
         def run(job: tuple[str, str, int]) -> None:
             robot, arm, seed = job
             if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
                 return
             steps = max(1, round(args.minutes * 60 * rates[robot][arm])) if not args.quick else 20
-            out = runs / robot / f"{arm}_seed{seed}.pt"
+            out = runs / robot / f"{arm}_seed{seed}.safetensors"
             out.parent.mkdir(parents=True, exist_ok=True)
-            wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
+            try:
+                wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
+            except RuntimeError as exc:  # one failed run is reported and left for the next call; the others go on
+                print(exc, file=sys.stderr, flush=True)
+                return
             row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rates[robot][arm] / 60, "steps": steps,
                    "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
                    **measure(out, robot, 500 if args.quick else args.targets)}
-            record["rows"].append(row)
-            _save(record_path, record)
+            with lock:
+                record["rows"].append(row)
+                _save(record_path, record)
             print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
                   f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
 
