@@ -202,13 +202,13 @@ def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object
     kinematics = SingleTargetKinematics(robot, chain.geometry)
     lower, upper = np.asarray(robot.lower), np.asarray(robot.upper)
     rng = np.random.default_rng(0)
-    helper = SingleTargetLM(robot, chain.geometry)
+    reference_lm = SingleTargetLM(robot, chain.geometry)
 
     def solve(i: int) -> np.ndarray:
         pos, quat = batch.pos[i].numpy(), batch.quat[i].numpy()
 
         def residual(q: np.ndarray) -> np.ndarray:
-            return -helper.errors(kinematics.fk(q), pos, quat)[0]  # the same residual as hik_sim's LM
+            return -reference_lm.errors(kinematics.fk(q), pos, quat)[0]  # the same residual as hik_sim's LM
 
         best = None
         for k in range(10):

@@ -9,7 +9,7 @@ read) build the robot first and expect :func:`~hik_sim.sim.build_scene` to fail.
 
 Each test runs under a hard time limit (a malformed file must never hang a parser), and the
 exception must be raised by hik_sim itself, never escape from inside a library. Valid controls
-run the same helpers on good input, so the corpus is not vacuous.
+run the same functions on good input, so the corpus is not vacuous.
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ CASES = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Fixtures and helpers.
+# Fixtures and the functions that build bad input.
 
 
 @pytest.fixture(autouse=True)
@@ -435,7 +435,7 @@ def test_malformed_input_raises_clear_hik_error(case: Case, tmp_path: Path) -> N
     assert raised_inside_hik_sim(excinfo), f"raised from {excinfo.traceback[-1].path}, not by hik_sim"
 
 
-# Valid controls: the same helpers succeed on good input.
+# Valid controls: the same functions succeed on good input.
 
 
 def test_valid_arm_loads_and_its_scene_compiles(tmp_path: Path) -> None:

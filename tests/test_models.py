@@ -187,7 +187,7 @@ def test_fixed_joints_stay_fixed_and_bad_selections_are_rejected() -> None:
         JointSelection.for_chain(chain, {f"joint_{i}": 0.0 for i in range(1, 7)})
 
 
-def test_rotation_helpers_compose() -> None:
+def test_rotation_functions_compose() -> None:
     a = _random_quaternions(10, 2)
     identity = torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
     assert torch.allclose(quaternion_multiply(a, identity.expand(10, 4)), a)
