@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = _defaults()
     parser.add_argument("--model", default=defaults.model, metavar="KIND",
                         help="network: harmoatt (default), mlp, cycleik or regression (hik_sim.learning.models.MODEL_KINDS)")
+    parser.add_argument("--describe", action="store_true",
+                        help="print the network's size and the attention's share of its parameters and multiply-adds, "
+                             "then stop (nothing is trained)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help=f"optimiser steps (default {defaults.steps})")
     parser.add_argument("--minutes", type=float, default=None,
                         help="wall-clock budget [min]; stops at steps or minutes, whichever comes first (the progress bar "
@@ -154,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         robot = robot_from_args(args)
         fixed = tuple((name, _joint_value(name, value)) for name, value in args.fix_joint)
+        if args.describe:
+            from hik_sim.learning.describe import describe_network, describe_text
+
+            options = {k: _option_value(v) for k, v in args.model_option}
+            print(describe_text(describe_network(args.model, len(robot.joint_names) - len(fixed), options)))
+            return 0
         weights = {k: getattr(args, k) for k in LOSS_DEFAULTS if getattr(args, k) is not None}
         loss = LossConfig(adaptive_beta=not args.no_adaptive_beta, sign_invariant=not args.no_sign_invariant, **weights)
         config = TrainConfig(model=args.model, steps=args.steps, minutes=args.minutes, batch=args.batch, lr=args.lr,
