@@ -164,3 +164,27 @@ def test_papers_md_tables_are_rows_of_the_paper_record() -> None:
     assert len([line for line in page.splitlines() if line.startswith(("| paper |", "| ours |", "| talos |"))]) >= 14
     changed = page.replace("| 82.35 % |", "| 82.53 % |", 1)  # the check itself finds a figure that is not the record's
     assert len(_record_rows_missing(changed, record)) == 1
+
+
+def _ik_all_hybrid_figures(robot: str) -> list[float]:
+    """results.md's batched hybrid row, in its order: hybrid evaluations, ms; multistart-10 (ours) evaluations, ms;
+    against ours: evaluation reduction [%], speed-up; against the paper's: the same."""
+    table = next(t for t in json.loads((_RECORDS / "ik_all.json").read_text())["tables"] if t["robot"] == robot)
+    rows = {row["solver"]: row for row in table["rows"]}
+    hybrid, multistart = rows["hybrid: network + LM"], rows["multistart-10 LM"]
+    ours, paper = table["hybrid_vs_multistart"], table["hybrid_vs_paper_multistart"]
+    return [hybrid["function_evals"], hybrid["ms_per_target"], multistart["function_evals"], multistart["ms_per_target"],
+            ours["evals_reduction_pct"], ours["time_speedup"], paper["evals_reduction_pct"], paper["time_speedup"]]
+
+
+def test_results_md_hybrid_table_matches_the_ik_all_record() -> None:
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = page.split("## The hybrid, batched", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
+            if re.match(r"\| (irb120|panda|talos|romeo|icub|g1|jvrc1) \|", line)]
+    assert [row[0] for row in rows] == ["irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"]
+    for robot, *cells in rows:
+        shown = re.findall(r"\d+\.\d+", " ".join(cells))
+        assert len(shown) == 8, robot
+        expected = [f"{value:.{len(text.partition('.')[2])}f}" for text, value in zip(shown, _ik_all_hybrid_figures(robot))]
+        assert shown == expected, robot
