@@ -90,7 +90,7 @@ def track() -> tuple[Recording, object]:
 def test_a_tiny_evaluation_writes_a_report_page_that_names_only_its_files(tmp_path: Path) -> None:
     out = tmp_path / "run"
     argv = ["--robot", "irb120", "--policy", "lm", "multistart", "--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.2",
-            "--ik-targets", "20", "--video-size", f"{W}x{H}", "--no-progress", "--out", str(out)]
+            "--ik-targets", "20", "--video-size", f"{W}x{H}", "--videos", "all", "--no-progress", "--out", str(out)]
     assert evaluate_main(argv) == 0
     report = json.loads((out / "report.json").read_text())
     page = _parse(out / "report.html")
@@ -125,6 +125,25 @@ def test_a_tiny_evaluation_writes_a_report_page_that_names_only_its_files(tmp_pa
         tile_error = np.abs(decoded[:n, :, :W].astype(float) - left[:n].astype(float)).mean()
         other_error = np.abs(decoded[:n, :, W:].astype(float) - left[:n].astype(float)).mean()
         assert tile_error < 6.0 and tile_error < other_error, (name, tile_error, other_error)  # the left tile is lm's video
+
+
+def test_by_default_one_side_by_side_video_and_its_poster_with_a_progress_bar(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    out = tmp_path / "run"
+    argv = ["--robot", "irb120", "--policy", "lm", "multistart", "--env", "reach", "--episodes", "1", "--ik-targets", "20",
+            "--video-size", f"{W}x{H}", "--video-fps", "10", "--out", str(out)]
+    assert evaluate_main(argv) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["video_frames"] == {} and set(report["side_by_side"]) == {"side_by_side_reach.mp4"}
+    assert sorted(p.name for p in out.glob("*.mp4")) == ["side_by_side_reach.mp4"] and not list(out.glob("*.gif"))
+    assert iio.imread(out / "side_by_side_reach.png").shape == (H, 2 * W, 3)  # the poster: the last frame, both tiles
+    decoded = np.stack(list(iio.imiter(out / "side_by_side_reach.mp4")))
+    assert decoded.shape == (report["side_by_side"]["side_by_side_reach.mp4"], H, 2 * W, 3)
+    assert iio.immeta(out / "side_by_side_reach.mp4")["fps"] == pytest.approx(10.0)  # every 5th 50 Hz control step, played in real time
+    assert set(report["phases"]) == {"episodes", "report", "videos"}
+    err = capsys.readouterr().err
+    assert "render videos" in err and "frame" in err  # the video phase's progress bar
+    page = _parse(out / "report.html")
+    assert {v["src"] for v in page.tags["video"]} == {"side_by_side_reach.mp4"} and page.tags["video"][0]["poster"] == "side_by_side_reach.png"
 
 
 def test_without_videos_the_page_has_tables_and_plots_only(tmp_path: Path) -> None:
@@ -205,6 +224,21 @@ def test_the_side_by_side_video_is_its_tiles(tmp_path: Path, track: tuple[Record
     assert np.abs(right[-1] - right[len(second) + hold - 1]).mean() < 3.0
     still = iio.imread(tmp_path / "both.png")
     assert still.shape == (H, 2 * W, 3) and np.array_equal(tile([still[:, :W], still[:, W:]]), still)
+
+
+def test_the_side_by_side_video_alone_counts_its_frames_and_renders_each_once(tmp_path: Path, track: tuple[Recording, object]) -> None:
+    recording, scene = track
+    drawn: list[int] = []
+    options = VideoOptions(width=W, height=H, multisamples=0, shadows=False)
+    written = write_rollout_videos(scene, [recording, recording], tmp_path, fps=25, options=options, side_by_side="both.mp4",
+                                   own_videos=False, progress=drawn.append)
+    assert written.videos == {} and sorted(p.name for p in tmp_path.iterdir()) == ["both.mp4", "both.png"]
+    assert sum(drawn) == 2 * len(recording)  # each recorded step of each tile drawn once; held frames are not redrawn
+    with pytest.raises(HikError, match="needs side_by_side"):
+        write_rollout_videos(scene, [recording], tmp_path, fps=25, options=options, own_videos=False)
+    with pytest.raises(HikError, match="multisamples must be None or within 0 to 16"):
+        VideoOptions(multisamples=32)
+    assert scene.model.vis.quality.offsamples == 4  # the renderer's setting did not leak into the scene
 
 
 def test_sizes_are_checked_before_any_work() -> None:

@@ -143,12 +143,16 @@ def reach_metrics(episodes: Sequence[Episode]) -> dict[str, float | int | None]:
     }
 
 
-def track_metrics(episodes: Sequence[Episode], settle: float = TRACK_SETTLE) -> dict[str, float | int]:
+def track_metrics(episodes: Sequence[Episode], settle: float = TRACK_SETTLE) -> dict[str, float | int | None]:
     """The Track table's row: errors after ``settle`` [s].
 
     Returns:
         ``episodes``; ``pos_rms_mm``, ``pos_p95_mm``, ``pos_max_mm``, ``rot_rms_deg`` over every step
-        after ``settle`` of every episode; ``ik_latency_median_ms``, ``ik_latency_p95_ms``;
+        after ``settle`` of every episode (the goal's pose against the end-effector's, whether or not it
+        moved: Track's goal keeps the start's orientation, so an arm that never moves shows 0° here);
+        ``episodes_never_moved`` (episodes whose joints stayed within
+        :data:`~hik_sim.evaluation.rollout.STILL` of the reset) and ``joint_travel_max_rad`` (the farthest
+        a joint got from its reset position); ``ik_latency_median_ms``, ``ik_latency_p95_ms``;
         ``joint_limit_violations`` and ``solver_failures`` (totals); ``joint_limit_excess_max_rad``.
 
     Raises:
@@ -159,11 +163,14 @@ def track_metrics(episodes: Sequence[Episode], settle: float = TRACK_SETTLE) -> 
     rot_deg = np.degrees(np.concatenate([e.rot_err[e.time > settle] for e in episodes]))
     if not len(pos_mm):
         raise HikError(f"no episode lasted longer than the {settle} s that Track errors are counted after")
+    travels = [float(e.joint_travel) for e in episodes if np.isfinite(e.joint_travel)]
     return {
         "episodes": len(episodes),
         "pos_rms_mm": float(np.sqrt(np.mean(pos_mm**2))),
         "pos_p95_mm": float(np.percentile(pos_mm, 95)),
         "pos_max_mm": float(pos_mm.max()),
         "rot_rms_deg": float(np.sqrt(np.mean(rot_deg**2))),
+        "episodes_never_moved": sum(not e.moved for e in episodes),
+        "joint_travel_max_rad": max(travels) if travels else None,
         **_control_metrics(episodes),
     }

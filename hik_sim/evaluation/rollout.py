@@ -32,10 +32,13 @@ if TYPE_CHECKING:
     from hik_sim.policies.controller import IKController
     from hik_sim.sim.video import Recording
 
-__all__ = ["LIMIT_SLACK", "Episode", "rollout"]
+__all__ = ["LIMIT_SLACK", "STILL", "Episode", "rollout"]
 
 LIMIT_SLACK = 1e-4
 """[rad]: MuJoCo's joint limits are stiff but soft; a joint this little outside its limits is not a violation."""
+STILL = 1e-3
+"""[rad]: an episode in which no joint got this far from its reset position never moved the arm (servo
+settling and contact jitter stay well below it)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class Episode:
         truncated: the episode ended by the time limit (or ``max_steps``).
         reset_info: the ``info`` of the reset (Track: the trajectory's ``size`` [m]).
         recording: the frames recorded for a video (:class:`~hik_sim.sim.video.Recording`), or None.
+        joint_travel: the farthest any chain joint got from where the reset left it [rad, or m for a
+            prismatic joint]: below :data:`STILL` the policy never moved the arm.
     """
 
     time: np.ndarray
@@ -79,11 +84,18 @@ class Episode:
     recording: Recording | None = field(default=None, repr=False)
     limit_excess: float = 0.0
     ik_repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    joint_travel: float = float("nan")
 
     @property
     def steps(self) -> int:
         """Control steps taken."""
         return len(self.ik_time)
+
+    @property
+    def moved(self) -> bool:
+        """Whether the policy moved the arm (a joint got :data:`STILL` or farther from its reset position);
+        True where the episode does not say (made without ``joint_travel``)."""
+        return not self.joint_travel < STILL
 
     @property
     def time_to_reach(self) -> float | None:
@@ -126,6 +138,8 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
     if recording is not None:
         recording.capture(env, 0.0, info)
     failures_before = policy.failures
+    q_reset = np.array(obs["joint_pos"], dtype=float)
+    travel = 0.0
     times, pos_err, rot_err, ik_time, repeated = [0.0], [info["pos_err"]], [info["rot_err"]], [], []
     violations, excess, terminated, truncated, step = 0, 0.0, False, False, 0
     while not (terminated or truncated) and (max_steps is None or step < max_steps):
@@ -138,6 +152,7 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
         outside = float(np.max(np.maximum(base.lower - q, q - base.upper)))
         violations += int(outside > LIMIT_SLACK)
         excess = max(excess, outside)
+        travel = max(travel, float(np.max(np.abs(q - q_reset))))
         times.append(step * base.dt)
         pos_err.append(info["pos_err"])
         rot_err.append(info["rot_err"])
@@ -148,4 +163,5 @@ def rollout(env: gym.Env, policy: IKController, seed: int | None = None, max_ste
                    ik_time=np.asarray(ik_time, dtype=float), joint_limit_violations=violations,
                    solver_failures=policy.failures - failures_before, success=bool(info.get("is_success", False)),
                    terminated=bool(terminated), truncated=truncated, limit_excess=excess,
-                   reset_info=reset_info, recording=recording, ik_repeated=np.asarray(repeated, dtype=bool))
+                   reset_info=reset_info, recording=recording, ik_repeated=np.asarray(repeated, dtype=bool),
+                   joint_travel=travel)

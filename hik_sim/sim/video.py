@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -56,6 +56,8 @@ class VideoOptions:
         margin: space around the framed paths (1 = the paths' bounding sphere touches the frame).
         hold_seconds: how long each video holds its last frame [s] (a Reach episode can be over in a
             fraction of a second).
+        multisamples: anti-aliasing samples per pixel (0: none, edges a little jagged, rendered much
+            faster on a CPU); None: the scene's own setting (4).
     """
 
     width: int = 640
@@ -67,6 +69,7 @@ class VideoOptions:
     min_extent: float = 0.25
     margin: float = 1.2
     hold_seconds: float = 1.0
+    multisamples: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -79,6 +82,8 @@ class VideoOptions:
             raise HikError(f"margin must be finite and >= 1, got {self.margin}")
         if not (math.isfinite(self.hold_seconds) and self.hold_seconds >= 0):
             raise HikError(f"hold_seconds must be finite and >= 0, got {self.hold_seconds}")
+        if self.multisamples is not None and not 0 <= self.multisamples <= 16:
+            raise HikError(f"multisamples must be None or within 0 to 16, got {self.multisamples}")
 
 
 @dataclass
@@ -228,7 +233,14 @@ class RolloutRenderer:
         self.data = mujoco.MjData(self.model)
         mujoco.mj_resetDataKeyframe(self.model, self.data, scene.home_key)
         mujoco.mj_forward(self.model, self.data)
-        self._renderer = mujoco.Renderer(self.model, height=options.height, width=options.width, max_geom=10_000)
+        quality = self.model.vis.quality
+        samples = quality.offsamples
+        if options.multisamples is not None:  # read when the context is made: set for this renderer only
+            quality.offsamples = options.multisamples
+        try:
+            self._renderer = mujoco.Renderer(self.model, height=options.height, width=options.width, max_geom=10_000)
+        finally:
+            quality.offsamples = samples
         camera = self.model.camera("workspace").id
         forward = -self.data.cam_xmat[camera].reshape(3, 3)[:, 2]
         self._azimuth = math.degrees(math.atan2(forward[1], forward[0]))
@@ -336,7 +348,7 @@ def _rgb(rgba: tuple[float, ...]) -> tuple[int, int, int]:
     return int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2])
 
 
-def _writer(path: Path, width: int, height: int, fps: int):  # noqa: ANN202 - a started imageio_ffmpeg generator
+def _writer(path: Path, width: int, height: int, fps: float):  # noqa: ANN202 - a started imageio_ffmpeg generator
     import imageio_ffmpeg
 
     writer = imageio_ffmpeg.write_frames(str(path), (width, height), fps=fps, codec="libx264", macro_block_size=1, quality=7,
@@ -345,8 +357,9 @@ def _writer(path: Path, width: int, height: int, fps: int):  # noqa: ANN202 - a 
     return writer
 
 
-def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, fps: int, options: VideoOptions = VideoOptions(),
-                         side_by_side: str | None = None, previews: bool = True) -> WrittenVideos:
+def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, fps: float, options: VideoOptions = VideoOptions(),
+                         side_by_side: str | None = None, previews: bool = True, own_videos: bool = True,
+                         progress: Callable[[int], object] | None = None, names: list[str] | None = None) -> WrittenVideos:
     """Write ``<policy>_<env>.mp4`` for each recording of one episode and, with ``side_by_side``, one
     video of them all tiled left to right (each tile labelled with its policy), in one rendering pass.
 
@@ -363,22 +376,30 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
         side_by_side: file name of the side-by-side video (``.mp4``); ``None``: none. Its last frame
             is also written as a PNG of the same name.
         previews: also write a small ``.gif`` preview beside each policy's video.
+        own_videos: write each policy's video (``False``: the side-by-side video alone, which must then be asked for).
+        progress: called with the number of frames drawn since its last call (for a progress bar).
+        names: each policy's video's file name (default ``<policy>_<env>.mp4``).
 
     Returns:
         The files written.
 
     Raises:
-        HikError: no recording, an empty one, or ``fps`` below 1.
+        HikError: no recording, an empty one, ``fps`` below 1, or no video asked for.
         SceneError: the frame is larger than the scene's offscreen buffer.
     """
     import imageio.v3 as iio
 
     if not recordings or any(len(r) == 0 for r in recordings):
         raise HikError("write_rollout_videos needs at least one recording, each with at least one recorded step")
-    if fps < 1:
+    if not fps >= 1:
         raise HikError(f"fps must be >= 1, got {fps}")
+    if not own_videos and not side_by_side:
+        raise HikError("write_rollout_videos with own_videos=False needs side_by_side: a file name for the one video it writes")
+    previews = previews and own_videos
     folder = Path(folder)
-    names = [f"{r.policy}_{r.env}.mp4" for r in recordings]
+    names = list(names) if names is not None else [f"{r.policy}_{r.env}.mp4" for r in recordings]
+    if len(names) != len(recordings):
+        raise HikError(f"names must give one file name per recording ({len(recordings)}), got {len(names)}")
     hold = round(options.hold_seconds * fps)
     counts = [len(r) + hold for r in recordings]
     length = max(counts)
@@ -387,7 +408,7 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
     with RolloutRenderer(scene, options) as renderer:
         paths = [renderer.paths(r) for r in recordings]
         camera = renderer.camera(np.concatenate([p for pair in paths for p in pair]))
-        writers = [_writer(folder / name, options.width, options.height, fps) for name in names]
+        writers = [_writer(folder / name, options.width, options.height, fps) for name in names] if own_videos else []
         tiled = _writer(folder / side_by_side, options.width * len(recordings), options.height, fps) if side_by_side else None
         last = None
         drawn: list[tuple[int, np.ndarray] | None] = [None] * len(recordings)  # a held frame is drawn once
@@ -399,6 +420,8 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
                     held = drawn[j]
                     if held is None or held[0] != index:
                         held = drawn[j] = (index, renderer.render(recording, index, camera, path))
+                        if progress is not None:
+                            progress(1)
                     frames.append(held[1])
                 for j, (writer, frame) in enumerate(zip(writers, frames)):
                     if i < counts[j]:
@@ -420,5 +443,5 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
         still = Path(side_by_side).with_suffix(".png")
         iio.imwrite(folder / still, last)
         extras.append(str(still))
-    return WrittenVideos(videos=dict(zip(names, counts)),
+    return WrittenVideos(videos=dict(zip(names, counts)) if own_videos else {},
                          side_by_side={side_by_side: length} if side_by_side else {}, extras=tuple(extras))

@@ -1,0 +1,112 @@
+"""The main job's wall time: ``python -m hik_sim.evaluate`` with no arguments (the IRB120, its default policies), by phase.
+
+Runs the evaluator as a subprocess into a fresh folder and records its wall time, the CPU time it used,
+the machine's load average before and after (the machine may be shared: a load above its core count
+means the figure is slower than on a quiet machine), and the phases the evaluator itself writes into
+``report.json`` (``phases``: episodes, videos, report; absent for an evaluator that does not write them).
+
+Usage::
+
+    python benchmarks/main_job.py                          # -> benchmarks/results/main_job/main_job.{json,md}
+    python benchmarks/main_job.py --warm --label warm      # numba's kernels from its on-disk cache
+    python benchmarks/main_job.py --label before --keep    # another row in the record; keep the run folder
+    python benchmarks/main_job.py -- --robot panda         # arguments after -- go to the evaluator
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results" / "main_job"
+
+
+def run_main_job(extra: list[str], keep: bool, cold: bool) -> dict:
+    """Run the evaluator once; return its record (seconds, phases, load, the run's last lines).
+
+    ``cold``: numba compiles every kernel, as on a fresh install (an empty ``NUMBA_CACHE_DIR``); else
+    its on-disk cache from earlier runs serves them.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="main_job-")) / "run"
+    command = [sys.executable, "-m", "hik_sim.evaluate", "--no-progress", "--out", str(folder), *extra]
+    env = dict(os.environ)
+    if cold:
+        env["NUMBA_CACHE_DIR"] = str(folder.parent / "numba_cache")
+    load_before = os.getloadavg()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    record = {
+        "command": "python -m hik_sim.evaluate " + " ".join(extra) if extra else "python -m hik_sim.evaluate",
+        "numba_cache": "cold" if cold else "warm",
+        "returncode": done.returncode,
+        "total_s": seconds,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "load_before": list(load_before),
+        "load_after": list(os.getloadavg()),
+        "last_lines": done.stdout.strip().splitlines()[-3:],
+        "stderr_tail": done.stderr.strip().splitlines()[-5:],
+    }
+    report = folder / "report.json"
+    if report.is_file():
+        data = json.loads(report.read_text())
+        record["phases"] = data.get("phases", {})
+        record["files"] = sorted(data.get("files", []))
+        record["videos_bytes"] = sum(p.stat().st_size for p in folder.glob("*.mp4"))
+    if keep:
+        record["run_folder"] = str(folder)
+    else:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return record
+
+
+def markdown(rows: list[dict]) -> str:
+    """The record as a Markdown table."""
+    lines = ["# The main job: `python -m hik_sim.evaluate` (IRB120, default policies)", "",
+             "Command: `python benchmarks/main_job.py` (the evaluator runs with `--no-progress` into a temporary folder).", "",
+             "| label | date | numba cache | total [s] | episodes [s] | videos [s] | report [s] | CPU [s] "
+             "| load before / after (1 min) | exit |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    for row in rows:
+        cells = {name: f"{row['phases'][name]:.1f}" if name in row.get("phases", {}) else "—" for name in ("episodes", "videos", "report")}
+        lines.append(f"| {row['label']} | {row['date']} | {row.get('numba_cache', '—')} | {row['total_s']:.1f} | {cells['episodes']} | {cells['videos']} "
+                     f"| {cells['report']} | {row['cpu_s']:.1f} | {row['load_before'][0]:.2f} / {row['load_after'][0]:.2f} "
+                     f"| {row['returncode']} |")
+    lines += ["", f"Machine: {platform.platform()}, {os.cpu_count()} cores (shared; the load column says how busy)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="current", help="the row's label (default current)")
+    parser.add_argument("--keep", action="store_true", help="keep the run folder")
+    parser.add_argument("--fresh", action="store_true", help="start a new record instead of adding a row")
+    parser.add_argument("--warm", action="store_true", help="let numba's on-disk cache serve the kernels (default: cold, "
+                                                            "compiled as on a fresh install)")
+    parser.add_argument("extra", nargs="*", help="evaluator arguments (after --)")
+    args = parser.parse_args()
+    path = RESULTS / "main_job.json"
+    row = {"label": args.label, "date": datetime.now(timezone.utc).isoformat(timespec="seconds")} | run_main_job(args.extra, args.keep, cold=not args.warm)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    rows = [] if args.fresh or not path.is_file() else json.loads(path.read_text())["runs"]
+    rows = [r for r in rows if r["label"] != args.label] + [row]
+    path.write_text(json.dumps({"runs": rows}, indent=2) + "\n")
+    (RESULTS / "main_job.md").write_text(markdown(rows))
+    print(markdown(rows))
+    return 0 if row["returncode"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
