@@ -75,8 +75,9 @@ def test_a_pickled_checkpoint_still_loads_with_a_deprecation_warning_and_convert
     old = tmp_path / "old.pt"
     torch.save({"format": FORMAT, "card": shipped.card.to_json(), "state_dict": shipped.state_dict()}, old)  # as hik_sim 0.1 wrote
     assert is_pickled_checkpoint(old)
-    with pytest.warns(DeprecationWarning, match=r"old.pt is a pickled \(torch.save\) checkpoint.*convert_checkpoint"):
+    with pytest.warns(DeprecationWarning, match=r"old.pt is a pickled \(torch.save\) checkpoint.*convert_checkpoint") as caught:
         network, card = load_checkpoint(old, robot)
+    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]  # shown at the caller's line
     targets = make_eval_set(Chain(robot), 5, 64).batch
     expected = shipped.solve_all(targets.pos, targets.quat)
     assert card == shipped.card and torch.equal(network.solve_all(targets.pos, targets.quat), expected)

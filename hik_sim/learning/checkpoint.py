@@ -15,6 +15,7 @@ rewrites one as safetensors. The format is told by the file's first bytes, not b
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tempfile
@@ -26,7 +27,7 @@ from typing import Any
 import torch
 
 from hik_sim.atomic import write_atomically
-from hik_sim.learning._tensor_tree import flatten, unflatten
+from hik_sim.learning import _safetensors_file
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import CheckpointError
 from hik_sim.kinematics.chain import Chain
@@ -44,9 +45,6 @@ SUFFIX = ".safetensors"
 
 CHECKPOINT_SUFFIXES: tuple[str, ...] = (SUFFIX, ".pt")
 """Suffixes that mark a path as a checkpoint where a name could also be a solver's: safetensors and the pickled ``.pt``."""
-
-RESUME_PREFIX = "resume/"
-"""Names of the resume state's tensors in a safetensors checkpoint (the weights keep their module names)."""
 
 LEGACY_HARMOATT_OPTIONS: dict[str, Any] = {"trunk": "map", "channels": 16, "blocks": 3}
 """What a HarmoAtt-IK card without a ``trunk`` option means: it was trained with hik_sim 0.1, whose
@@ -222,59 +220,30 @@ def save_checkpoint(path: str | os.PathLike[str], network: IKNetwork, card: Card
         CheckpointError: see :func:`check_checkpoint_path`; or the resume state holds something that is neither
             a tensor nor JSON data.
     """
-    from safetensors.torch import save_file
-
     path = check_checkpoint_path(path)
-    tensors = {name: value.detach().cpu().contiguous().clone() for name, value in network.state_dict().items()}
-    clashing = [name for name in tensors if name.startswith(RESUME_PREFIX)]
-    if clashing:
-        raise CheckpointError(f"cannot save {path}: weight names {clashing[:3]} start with {RESUME_PREFIX!r}, which names the resume state")
-    metadata = {"format": FORMAT, "card": json.dumps(card.to_json())}
-    if resume_state is not None:
-        tree, resume_tensors = flatten(resume_state, RESUME_PREFIX)
-        metadata["resume"] = json.dumps(tree)
-        tensors.update(resume_tensors)
-    write_atomically(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    _safetensors_file.write(path, FORMAT, network.state_dict(), card.to_json(), resume_state)
     text = json.dumps(card.to_json(), indent=2) + "\n"
     write_atomically(path.with_suffix(".json"), lambda tmp: tmp.write_text(text))
     return path
 
 
 def is_pickled_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at ``path`` is not safetensors (a ``torch.save`` pickle, or anything else) by its first bytes.
-
-    A safetensors file starts with its JSON header's length (8 bytes, little-endian) and the header's ``{``.
-    """
-    with open(path, "rb") as handle:
-        head = handle.read(9)
-    return not (len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < os.path.getsize(path))
+    """Whether the file at ``path`` is not safetensors (a ``torch.save`` pickle, or anything else), by its first bytes."""
+    return _safetensors_file.is_pickled(path)
 
 
-def _read_safetensors(path: Path) -> dict[str, Any]:
-    """The payload of safetensors checkpoint ``path``: format, card (a dict), state_dict and, where saved, resume."""
-    from safetensors.torch import load
-
-    data = path.read_bytes()
-    length = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + length])
-    metadata = header.get("__metadata__") or {}
-    tensors = load(data)  # parses the header again and copies the tensors out; no pickle
-    payload: dict[str, Any] = {"format": metadata.get("format"), "card": json.loads(metadata.get("card", "null")),
-                               "state_dict": {k: v for k, v in tensors.items() if not k.startswith(RESUME_PREFIX)}}
-    if "resume" in metadata:
-        payload["resume"] = unflatten(json.loads(metadata["resume"]), {k: v for k, v in tensors.items() if k.startswith(RESUME_PREFIX)})
-    return payload
-
-
-def _to(tree: Any, map_location: str | torch.device) -> Any:
-    """``tree`` with its tensors moved to ``map_location``."""
-    if isinstance(tree, torch.Tensor):
-        return tree.to(map_location)
-    if isinstance(tree, dict):
-        return {k: _to(v, map_location) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_to(v, map_location) for v in tree)
-    return tree
+def _outside_hik_sim() -> int:
+    """The ``stacklevel`` that points a warning raised by our caller at the first frame outside hik_sim (the user's
+    line, where Python's default filters show a DeprecationWarning of ``__main__``)."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame, level = inspect.currentframe(), 0
+    frame = frame.f_back if frame is not None else None  # the function that warns: stacklevel 1
+    while frame is not None:
+        level += 1
+        if not frame.f_code.co_filename.startswith(package):
+            break
+        frame = frame.f_back
+    return max(level, 1)
 
 
 def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -299,15 +268,18 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        pickled = is_pickled_checkpoint(path)
+        pickled = _safetensors_file.is_pickled(path)
     except OSError as exc:
         raise CheckpointError(f"{path} is not a readable hik_sim checkpoint ({exc.strerror or exc})") from None
     if pickled:
         warnings.warn(f"{path} is a pickled (torch.save) checkpoint, read with torch.load(weights_only=True); pickled checkpoints "
                       "are deprecated: rewrite it as safetensors with hik_sim.learning.checkpoint.convert_checkpoint(path)",
-                      DeprecationWarning, stacklevel=2)
+                      DeprecationWarning, stacklevel=_outside_hik_sim())
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True) if pickled else _to(_read_safetensors(path), map_location)
+        if pickled:
+            payload = torch.load(path, map_location=map_location, weights_only=True)
+        else:
+            payload = _safetensors_file.to_device(_safetensors_file.read(path), map_location)
     except Exception as exc:  # torch and safetensors raise many kinds for a corrupt file; all mean "not readable"
         raise CheckpointError(f"{path} is not a readable hik_sim checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or "card" not in payload or "state_dict" not in payload:
@@ -328,8 +300,6 @@ def convert_checkpoint(source: str | os.PathLike[str], target: str | os.PathLike
     Raises:
         CheckpointError: ``source`` is not a readable checkpoint, or ``target`` cannot be written.
     """
-    from safetensors.torch import save_file
-
     source = Path(source)
     target = source.with_suffix(SUFFIX) if target is None else check_checkpoint_path(target)
     with warnings.catch_warnings():
@@ -339,13 +309,7 @@ def convert_checkpoint(source: str | os.PathLike[str], target: str | os.PathLike
     state = payload["state_dict"]
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{source}: the weights must be a mapping of names to tensors, got {type(state).__name__}")
-    tensors = {name: value.contiguous().clone() for name, value in state.items()}
-    metadata = {"format": FORMAT, "card": json.dumps(payload["card"])}  # the card as stored, not as read: a faithful copy
-    if payload.get("resume") is not None:
-        tree, resume_tensors = flatten(payload["resume"], RESUME_PREFIX)
-        metadata["resume"] = json.dumps(tree)
-        tensors.update(resume_tensors)
-    write_atomically(check_checkpoint_path(target), lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    _safetensors_file.write(check_checkpoint_path(target), FORMAT, state, payload["card"], payload.get("resume"))  # the card as stored: a faithful copy
     if not target.with_suffix(".json").is_file():  # a card already beside it is kept as written
         text = json.dumps(card.to_json(), indent=2) + "\n"
         write_atomically(target.with_suffix(".json"), lambda tmp: tmp.write_text(text))
