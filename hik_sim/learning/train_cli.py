@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-seconds", type=float, default=None,
                         help="also validate every this many seconds of training (default: with --minutes, a tenth of the "
                              "budget, at least three times a validation's own time; without, by steps only)")
-    parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.pt)")
+    parser.add_argument("--out", type=Path, default=None, help="checkpoint path (default runs/train/<robot>/<model>.safetensors)")
     parser.add_argument("--resume", type=Path, default=None, help="continue from this checkpoint")
     parser.add_argument("--init-from", type=Path, default=None,
                         help="start from this checkpoint's weights with a fresh optimiser and schedule "
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                              checkpoint_minutes=args.checkpoint_minutes, objective=args.objective,
                              schedule=args.schedule, sampling=args.sampling, tail_fraction=args.tail_fraction,
                              warmup_steps=args.warmup_steps, keep_best=args.keep_best, eval_seconds=args.eval_seconds)
-        out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.pt"
+        out = args.out or Path("runs") / "train" / robot.name / f"{args.model}.safetensors"
         if int(os.environ.get("RANK", "0")) == 0:
             check_run_paths(out, args.resume, args.init_from, args.tensorboard, force=args.force, keep_best=args.keep_best,
                             names={"out": "--out", "resume": "--resume", "init_from": "--init-from", "tensorboard": "--tensorboard"})

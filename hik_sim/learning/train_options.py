@@ -258,6 +258,7 @@ def validation_score(metrics: dict[str, float]) -> float:
 
 
 def best_path(out: str | os.PathLike[str]) -> Path:
-    """Where :attr:`TrainConfig.keep_best` keeps the best validation's weights: ``<stem>.best.pt``."""
+    """Where :attr:`TrainConfig.keep_best` keeps the best validation's weights: ``<stem>.best.safetensors`` beside a
+    ``.safetensors`` checkpoint, else ``<stem>.best.pt`` (a safetensors file too: the format is read from the file)."""
     out = Path(out)
-    return out.with_name(out.stem + ".best.pt")
+    return out.with_name(out.stem + ".best" + (".safetensors" if out.suffix == ".safetensors" else ".pt"))

@@ -130,7 +130,7 @@ def _foreign_files(out: Path, keep_best: bool) -> list[Path]:
         foreign.append(csv)
     if png.exists() and not (csv.is_file() and _is_curve(csv)):  # a curve's plot goes with its CSV
         foreign.append(png)
-    best = out.with_name(out.stem + ".best.pt")
+    best = out.with_name(out.stem + ".best" + (".safetensors" if out.suffix == ".safetensors" else ".pt"))  # train_options.best_path
     if keep_best and best.is_file() and not _is_checkpoint(best):
         foreign.append(best)
     return foreign
