@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"policies: {', '.join(POLICY_NAMES)}, a network shipped for the robot (e.g. "
                              f"harmoatt_4answers on the irb120) or checkpoint paths (default: {' '.join(defaults.policies)}; "
                              f"for a robot with no shipped network: {' '.join(NETWORK_FREE_POLICIES)})")
-    parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.pt) to evaluate, labelled by its model and file; "
+    parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.safetensors) to evaluate, labelled by its model and file; "
                                                            "compared with the robot's shipped harmoatt network and hybrid where it has "
                                                            "them, and multistart; it also seeds --policy hybrid on a robot with no "
                                                            "shipped network")

@@ -58,7 +58,7 @@ class EvalConfig:
         quality: ``fast`` (no shadows, no anti-aliasing: a fraction of ``high``'s render time on a CPU)
             or ``high`` (shadows, 4 samples a pixel).
         device: where networks run.
-        seed_network: a checkpoint (.pt) that seeds ``hybrid`` on a robot no network is shipped
+        seed_network: a checkpoint (.safetensors) that seeds ``hybrid`` on a robot no network is shipped
             for (``--checkpoint``); a robot with shipped networks uses its own seed network.
     """
 

@@ -85,7 +85,7 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
         name: the policy.
         robot: the robot, registered or loaded from a URDF.
         device: where networks run.
-        seed_network: a checkpoint (.pt) that seeds ``hybrid`` and ``closed_loop`` where no network is shipped for ``robot``.
+        seed_network: a checkpoint (.safetensors) that seeds ``hybrid`` and ``closed_loop`` where no network is shipped for ``robot``.
 
     Raises:
         HikError: unknown policy, or a policy that needs a network no one ships for the robot (then
@@ -107,14 +107,14 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
         others = [n for n in exc.shipped if n not in SOLVER_NAMES]
         raise HikError(f"unknown policy {name!r}; policies are: {', '.join(SOLVER_NAMES)}"
                        + (f", the networks shipped for {robot.name} ({', '.join(others)})" if others else "")
-                       + ", or a checkpoint path (.pt)") from None
+                       + ", or a checkpoint path (.safetensors)") from None
     except NetworkNotShippedError as exc:
         if exc.shipped:
             raise HikError(f"policy {name!r} needs the {name} network, and none is shipped for robot {robot.name!r} "
                            f"(shipped: {', '.join(exc.shipped)}): give a checkpoint trained for it (the path as a policy)") from None
         raise HikError(f"policy {name!r} needs a network, and none is shipped for robot {robot.name!r}: "
-                       + ("give the seed network trained for it (--checkpoint PATH.pt)" if seeded
-                          else "give a checkpoint trained for it (--checkpoint PATH.pt, or the path as a policy)")
+                       + ("give the seed network trained for it (--checkpoint PATH.safetensors)" if seeded
+                          else "give a checkpoint trained for it (--checkpoint PATH.safetensors, or the path as a policy)")
                        + f", or a policy without a network: {', '.join(NETWORK_FREE_POLICIES)}, dm_control") from None
     card_object = getattr(network, "card", None)
     card = card_object.to_json() if card_object is not None else {}

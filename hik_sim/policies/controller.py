@@ -132,7 +132,7 @@ class IKController:
             others = [n for n in exc.shipped if n not in CONTROLLER_KINDS]
             kinds = (f"{DEFAULT_KIND} (the default), {', '.join(k for k in CONTROLLER_KINDS if k != DEFAULT_KIND)}"
                      + (f", the networks shipped for {exc.robot.name} ({', '.join(others)})" if others else ""))
-            raise SolverError(f"unknown controller kind {kind!r}; kinds are: {kinds}, or a checkpoint path (.pt)") from None
+            raise SolverError(f"unknown controller kind {kind!r}; kinds are: {kinds}, or a checkpoint path (.safetensors)") from None
         except NetworkNotShippedError as exc:
             if exc.shipped:
                 raise SolverError(f"controller kind {kind!r} needs the {kind} network, and none is shipped for robot "

@@ -8,8 +8,8 @@ Examples::
     python -m hik_sim.viewer --backend mujoco                 # MuJoCo's own window (needs a display)
     python -m hik_sim.viewer --host 0.0.0.0                   # every interface: anyone who reaches the port drives it
 
-The page offers the policies of the dropdown only; a checkpoint becomes one through ``--policy PATH.pt``
-or ``--checkpoint PATH.pt`` here, never from the page.
+The page offers the policies of the dropdown only; a checkpoint becomes one through ``--policy PATH.safetensors``
+or ``--checkpoint PATH.safetensors`` here, never from the page.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m hik_sim.viewer", description=main.__doc__,
                                      epilog="policies: harmoatt, mlp, closed_loop, hybrid, multistart, lm, dm_control, any other "
-                                            "network shipped for the robot, or a checkpoint path (.pt)")
+                                            "network shipped for the robot, or a checkpoint path (.safetensors)")
     add_robot_arguments(parser)
     parser.add_argument("--policy", default=None, help="the IK policy (default: hybrid where a network is shipped for the robot, "
                                                        "else lm); switch it live in the page's dropdown")
-    parser.add_argument("--checkpoint", default=None, help="a checkpoint (.pt) that seeds hybrid/closed_loop on a --urdf robot")
+    parser.add_argument("--checkpoint", default=None, help="a checkpoint (.safetensors) that seeds hybrid/closed_loop on a --urdf robot")
     parser.add_argument("--backend", choices=["viser", "mujoco"], default="viser",
                         help="viser: a web page (default; works without a display); mujoco: MuJoCo's own viewer (needs a display)")
     parser.add_argument("--host", default=None,

@@ -147,7 +147,7 @@ class LiveSim:
         frame_skip: physics steps per control step, as in the environments (control period =
             ``frame_skip`` × the scene's timestep, 20 ms by default).
         device: where networks run.
-        checkpoint: a checkpoint (.pt) that seeds ``hybrid``/``closed_loop`` on a robot with no
+        checkpoint: a checkpoint (.safetensors) that seeds ``hybrid``/``closed_loop`` on a robot with no
             shipped network.
         scene: an already built :class:`~hik_sim.sim.Scene` of ``robot`` (default: built here).
 
@@ -204,7 +204,7 @@ class LiveSim:
             shown = repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters, ending {name[-12:]!r})"
             raise CheckpointError(f"policy {shown} cannot be read as a checkpoint ({exc.strerror or type(exc).__name__}); "
                                   f"policies are {', '.join(policy_choices(self.robot, self.checkpoint))} "
-                                  "or the path of a readable checkpoint (.pt)") from None
+                                  "or the path of a readable checkpoint (.safetensors)") from None
         spec.controller.reset()
         network = getattr(spec.solver, "network", None) or getattr(getattr(spec.controller, "solver", None), "network", None)
         self.policy, self.policy_name = spec, name
