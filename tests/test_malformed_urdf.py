@@ -148,7 +148,22 @@ class Case(NamedTuple):
     scene: bool = False
 
 
+def long_chain(joints: int) -> str:
+    """An arm of ``joints`` revolute joints in a row, base → l1 → … → tool."""
+    names = ["base", *(f"l{i}" for i in range(1, joints)), "tool"]
+    return robot_xml(*(link(n) for n in names), *(joint(f"j{i + 1}", names[i], names[i + 1]) for i in range(joints)))
+
+
 CASES = [
+    # Sizes that overflow forward kinematics or exhaust memory.
+    Case("joint-origin-of-1e308", arm_with_j2(f'<origin xyz="0 0 1e308"/><axis xyz="0 1 0"/>{LIMIT}'),
+         "base", "tool", UrdfError, "must lie within ±100"),
+    Case("link-origin-of-1e300", arm_with_l1(f'{INERTIAL}<visual><origin xyz="1e300 0 0"/><geometry>{BOX}</geometry></visual>'),
+         "base", "tool", UrdfError, "must lie within ±100"),
+    Case("joint-limit-of-1e308", arm_with_j2('<origin xyz="0 0 0.1"/><axis xyz="0 1 0"/><limit lower="-1e308" upper="1" effort="1" velocity="1"/>'),
+         "base", "tool", UrdfError, "must lie within ±1000"),
+    Case("a-3000-joint-chain", long_chain(3000),
+         "base", "tool", ChainError, "at most 128"),
     # The file itself.
     Case("missing-file", None,
          "base", "tool", UrdfError, "URDF file not found"),
@@ -483,3 +498,9 @@ def test_link_named_like_a_scene_body(tmp_path: Path) -> None:
 def test_chain_whose_end_effector_does_not_move_gets_finite_cameras(tmp_path: Path) -> None:
     scene = build_scene(robot_from_urdf(write_case(tmp_path, ARM, {}), "l1", "tool"))  # tool sits on j2's axis
     assert all(math.isfinite(v) for v in scene.model.cam_quat.ravel())
+
+
+def test_a_long_but_legal_chain_loads(tmp_path: Path) -> None:
+    path = tmp_path / "snake.urdf"
+    path.write_text(long_chain(40))
+    assert len(robot_from_urdf(path, "base", "tool").joint_names) == 40

@@ -137,6 +137,9 @@ class UrdfModel:
             )
         start = ancestors.index(base_link)
         joints = to_ee[start:]
+        if len(joints) > MAX_CHAIN_JOINTS:
+            raise ChainError(f"the chain from {base_link!r} to {ee_link!r} holds {len(joints)} joints; an IK chain may hold at "
+                             f"most {MAX_CHAIN_JOINTS} (fixed ones included)")
         for joint in joints:
             if joint.type in ("floating", "planar"):
                 raise ChainError(
@@ -154,6 +157,23 @@ class UrdfModel:
                 "the chain must hold at least one revolute, continuous or prismatic joint"
             )
         return joints
+
+
+MAX_ORIGIN_M = 100.0
+"""The largest origin offset [m] (any axis) a URDF may give a joint or a link's parts: a robot is smaller, and a far
+larger one (an origin of 1e308) makes forward kinematics overflow to inf."""
+MAX_LIMIT = 1000.0
+"""The largest joint limit magnitude [rad, or m for a prismatic joint]: beyond it uniform sampling of the range, and
+any distance in it, loses all precision."""
+MAX_CHAIN_JOINTS = 128
+"""The most joints (fixed ones included) an IK chain may hold: beyond it FK, the networks' training data and MuJoCo's
+tree depth grow without use (the shipped arms hold 6 to 10 movable joints)."""
+
+
+def _bounded(values: tuple[float, ...], bound: float, what: str, path: Path) -> tuple[float, ...]:
+    if any(abs(v) > bound for v in values):
+        raise UrdfError(f"{path}: {what} {values} is out of range: each value must lie within ±{bound:g}")
+    return values
 
 
 def _floats(text: str | None, count: int, what: str, path: Path, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -194,7 +214,8 @@ def _check_link(element: ET.Element, path: Path) -> None:
             origin = part.find("origin")
             if origin is not None:
                 for attr in ("xyz", "rpy"):
-                    _floats(origin.get(attr), 3, f"link {name!r} {tag} origin {attr}", path, ())
+                    values = _floats(origin.get(attr), 3, f"link {name!r} {tag} origin {attr}", path, ())
+                    _bounded(values, MAX_ORIGIN_M if attr == "xyz" else MAX_LIMIT, f"link {name!r} {tag} origin {attr}", path)
             if tag == "inertial":
                 _number(part.find("mass"), "value", f"link {name!r} mass", path)
                 for attr in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
@@ -240,8 +261,10 @@ def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
             raise UrdfError(f"{path}: joint {name!r} has no <{tag} link=...>; every joint names a parent and a child")
         ends[tag] = sub.get("link")
     origin = element.find("origin")
-    xyz = _floats(origin.get("xyz") if origin is not None else None, 3, f"joint {name!r} origin xyz", path, (0.0,) * 3)
-    rpy = _floats(origin.get("rpy") if origin is not None else None, 3, f"joint {name!r} origin rpy", path, (0.0,) * 3)
+    xyz = _bounded(_floats(origin.get("xyz") if origin is not None else None, 3, f"joint {name!r} origin xyz", path, (0.0,) * 3),
+                   MAX_ORIGIN_M, f"joint {name!r} origin xyz [m]", path)
+    rpy = _bounded(_floats(origin.get("rpy") if origin is not None else None, 3, f"joint {name!r} origin rpy", path, (0.0,) * 3),
+                   MAX_LIMIT, f"joint {name!r} origin rpy [rad]", path)
     axis_el = element.find("axis")
     axis = _floats(axis_el.get("xyz") if axis_el is not None else None, 3, f"joint {name!r} axis", path, (1.0, 0.0, 0.0))
     norm = math.sqrt(sum(a * a for a in axis))
@@ -264,6 +287,7 @@ def _parse_joint(element: ET.Element, path: Path) -> UrdfJoint:
             )
         lower = 0.0 if lower is None else lower  # URDF defaults
         upper = 0.0 if upper is None else upper
+        _bounded((lower, upper), MAX_LIMIT, f"joint {name!r} limits (lower, upper)", path)
         if lower > upper:
             raise UrdfError(
                 f"{path}: joint {name!r} has lower limit {lower} above upper limit {upper} "
