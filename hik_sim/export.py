@@ -113,8 +113,10 @@ def export_onnx(network: IKNetwork, path: str | Path, chain: Chain | None = None
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # the tracer's notes on the chain's finiteness check (a bool of a tensor)
-            torch.onnx.export(graph, (example.pos, example.quat), buffer, input_names=list(INPUTS), output_names=list(OUTPUTS),
-                              dynamic_axes={name: {0: "batch"} for name in (*INPUTS, *OUTPUTS)}, opset_version=OPSET, dynamo=False)
+            # the TorchScript exporter writes to any binary file object; its hints name paths only
+            torch.onnx.export(graph, (example.pos, example.quat), buffer, input_names=list(INPUTS),  # type: ignore[arg-type]
+                              output_names=list(OUTPUTS), dynamic_axes={name: {0: "batch"} for name in (*INPUTS, *OUTPUTS)},
+                              opset_version=OPSET, dynamo=False)
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::atan2", OPSET)
     model = onnx.load_from_string(buffer.getvalue())
