@@ -173,6 +173,20 @@ def test_cli_exports_a_shipped_network_and_checks_it(tmp_path: Path, capsys: pyt
     assert code == 0  # an ONNX file is replaced without --force
 
 
+def test_cli_exports_a_checkpoint_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hik_sim.policies import pretrained_path
+
+    out = tmp_path / "from_file.onnx"
+    code, text = _cli(["--checkpoint", str(pretrained_path("irb120", "mlp_seed")), "--out", str(out), "--verify", "100"], capsys)
+    assert code == 0 and out.is_file() and "irb120" in _metadata(out)["hik_sim.robot"]
+
+
+def _metadata(path: Path) -> dict[str, str]:
+    import onnx
+
+    return {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--robot", "irb120", "--network", "mlp_seed", "--dtype", "float16"], "--dtype must be one of float32, float64"),
     (["--robot", "irb120", "--network", "nope"], "no shipped checkpoint irb120/nope"),
