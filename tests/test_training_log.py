@@ -97,3 +97,26 @@ def test_the_cli_prints_where_the_curve_is(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"curve        {tmp_path / 'cli.curve.csv'}" in done.stdout
     assert [int(r["step"]) for r in _rows(tmp_path / "cli.curve.csv")] == [1, 2]
+
+
+def test_a_curve_or_tensorboard_folder_that_cannot_be_written_is_an_output_error(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    import hik_sim.learning.training_log as training_log
+
+    history = [{"step": 1, "elapsed_s": 1.0, "pos_mean_mm": 10.0, "rot_mean_deg": 5.0, "success_5mm_2deg": 0.1,
+                "success_10mm_20deg": 0.2}]
+
+    def disk_full(target: Path, write) -> None:  # noqa: ANN001
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(training_log, "write_atomically", disk_full)
+    with pytest.raises(OutputError, match=r"cannot write the validation curve .*net.curve.\*: No space left on device"):
+        TrainingLog(tmp_path / "net.pt").update(history)
+    (tmp_path / "README.md").write_text("x")
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", type(sys)("fake_tensorboard"))  # no package needed
+    sys.modules["torch.utils.tensorboard"].SummaryWriter = object  # type: ignore[attr-defined]
+    with pytest.raises(OutputError, match=r"cannot write tensorboard .*README.md/tb: Not a directory"):
+        TrainingLog(None, tmp_path / "README.md" / "tb")
