@@ -15,8 +15,8 @@ limit clamp in training, batch 256, AdamW 3e-3 with warm-up and cosine decay, th
 - ``mlp``: the parameter-matched MLP with the recipe above.
 
 Equal wall-clock time without a quiet machine: each arm's step rate on one thread is measured once per robot in CPU
-time (``--calibrate``: the CPU seconds of a 400-step run less a 1-step run's, which another process's load barely
-moves) and kept in ``calibration.json``; every run then trains ``minutes × 60 × rate`` steps: the same time for every
+time (``--calibrate``: the CPU seconds of a 400-step run less a 1-step run's, in this process, which another
+process's load barely moves; two ``--calibrate`` processes may share the record) and kept in ``calibration.json``; every run then trains ``minutes × 60 × rate`` steps: the same time for every
 arm on a dedicated core, whatever else the machine does meanwhile, and the same steps when a run is resumed in a
 later process. Each run is one thread; ``--jobs`` run side by side. The final weights are measured (not the
 best validation checkpoint).
@@ -39,6 +39,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -136,31 +137,43 @@ def _train(robot: str, arm: str, seed: int, out: Path, steps: int, eval_every: i
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
-def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, jobs: int, record: Path) -> None:
+def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, record: Path) -> None:
     """Steps a CPU-second of every arm on every robot, one thread, into ``record`` as each is measured (pairs already
-    there are kept): a run of ``steps`` steps less a run of one step (the start-up, the normaliser and the final
-    validation cancel), in CPU time, which another process's load barely moves."""
-    lock = threading.Lock()
-    done = _load(record).get("steps_per_second", {})
+    there are kept; several processes may share the record): the trainer run in this process for ``steps`` steps less
+    a run of one step (the normaliser and the final validation cancel), both after a warm-up run of one step, in CPU
+    time, which another process's load barely moves."""
+    import fcntl
 
-    def rate(job: tuple[str, str]) -> None:
-        robot, arm = job
-        cpu = []
-        for n in (1, steps):
-            out = folder / "calibration" / robot / f"{arm}_{n}.safetensors"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.unlink(missing_ok=True)
-            cpu.append(_train(robot, arm, 0, out, n, 10**9, 100)[1])
-        value = (steps - 1) / max(cpu[1] - cpu[0], 1e-3)
-        print(f"  {robot:7s} {arm:28s} {value:7.1f} steps per CPU-second", flush=True)
-        with lock:
-            done.setdefault(robot, {})[arm] = value
-            _save(record, {"command": "python benchmarks/attention_ablation.py --calibrate --jobs 2", "threads": 1,
-                           "unit": "optimiser steps per CPU-second of one thread", "calibration_steps": steps,
-                           "steps_per_second": done})
+    from hik_sim.learning.train_cli import main as train_main
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(rate, [(r, a) for r in robots for a in arms if a not in done.get(r, {})]))
+    torch.set_num_threads(1)
+    for robot in robots:
+        for arm in arms:
+            if arm in _load(record).get("steps_per_second", {}).get(robot, {}):
+                continue
+            cpu = []
+            for n in (1, 1, steps):  # the first run warms this arm's first-call costs up and is not counted
+                out = folder / "calibration" / robot / f"{arm}_{n}.safetensors"
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.unlink(missing_ok=True)
+                argv = ["--robot", robot, *arm_arguments(arm, _joints(robot)), "--seed", "0", "--device", "cpu",
+                        "--eval-every", str(10**9), "--eval-size", "100", "--no-progress", "--steps", str(n), "--out", str(out)]
+                start = time.process_time()
+                with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+                    code = train_main(argv)
+                if code != 0:  # stopped early (a signal): the time is not that of the steps asked for
+                    raise SystemExit(f"calibration of {robot}/{arm} stopped ({code}); nothing recorded for it")
+                cpu.append(time.process_time() - start)
+            value = (steps - 1) / max(cpu[2] - cpu[1], 1e-3)
+            print(f"  {robot:7s} {arm:28s} {value:7.1f} steps per CPU-second", flush=True)
+            record.parent.mkdir(parents=True, exist_ok=True)
+            with open(record.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                done = _load(record).get("steps_per_second", {})
+                done.setdefault(robot, {})[arm] = value
+                _save(record, {"command": "python benchmarks/attention_ablation.py --calibrate", "threads": 1,
+                               "unit": "optimiser steps per CPU-second of one thread", "calibration_steps": steps,
+                               "steps_per_second": done})
 
 
 @torch.no_grad()
@@ -308,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     record_path = folder / "attention_ablation.json"
     calibration_path = folder / "calibration.json"
     if args.calibrate:
-        calibrate(args.robots, args.models, args.calibration_steps, runs, args.jobs, calibration_path)
+        calibrate(args.robots, args.models, args.calibration_steps, runs, calibration_path)
         return 0
     record = _load(record_path)
     record.update({"minutes": args.minutes, "test_seed": TEST_SEED, "test_targets": args.targets,
