@@ -259,3 +259,28 @@ def test_sac_with_her_runs_on_the_goal_env_and_relabels_with_compute_reward() ->
     obs, _ = env.reset(seed=1)
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (6,) and np.all(np.abs(action) <= 1)
+
+
+@pytest.mark.slow  # two short SAC runs and their evaluations: about 30 s on the shared 2-core machine
+def test_rl_reach_benchmark_quick_run_writes_its_record(tmp_path) -> None:  # noqa: ANN001
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("stable_baselines3")
+    path = Path(__file__).parent.parent / "benchmarks" / "rl_reach.py"
+    spec = importlib.util.spec_from_file_location("rl_reach", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--steps", "60", "--seeds", "0", "--eval-every", "60", "--eval-episodes", "1", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "rl_reach.json").read_text())
+    assert [r["action_type"] for r in record["runs"]] == ["joint_normalized", "ee_delta"]
+    for run in record["runs"]:
+        assert [p["steps"] for p in run["curve"]] == [0, 60]
+        assert all(0 <= p["success"] <= 1 and p["pos_err_mm"] > 0 for p in run["curve"])
+    hold, proportional = record["scripted"]["hold"], record["scripted"]["proportional"]
+    assert proportional["success"] == 1.0 and proportional["pos_err_mm"] < 1.0  # the task is solvable through the ee_delta IK
+    assert hold["success"] == 0.0 and hold["pos_err_mm"] > 10.0  # and holding home does not solve it
+    joint, ee = record["runs"]
+    assert joint["ik_time_median_ms"] == 0.0 and ee["ik_time_median_ms"] > 0  # only the ee_delta run solves IK
+    assert "| `ee_delta` | 60 | 1 |" in (tmp_path / "rl_reach.md").read_text() and (tmp_path / "rl_reach.png").stat().st_size > 10_000

@@ -1,0 +1,232 @@
+"""Joint-space against end-effector actions for SAC + HER on a goal-conditioned Reach, at equal environment steps.
+
+Stable-Baselines3's SAC with its HER replay buffer trains on ``hik_sim/ReachGoal-<robot>-v0`` twice
+per seed, once per action type:
+
+- ``joint_normalized``: absolute joint targets in [-1, 1] (-1 a joint's lower limit, +1 its upper);
+- ``ee_delta``: end-effector increments (at most 2 cm and 0.1 rad a step) turned into joint
+  targets by the robot's shipped hybrid IK (HarmoAtt-IK seed + LM).
+
+Everything else is the same: goals near home (``--goal-spread``), sparse reward (0 within 5 mm and
+2°, else -1), 50-step episodes, SAC with the RL Zoo's FetchReach settings scaled down for a CPU
+(64-64 networks, batch 128, learning rate 1e-3, gamma 0.95, tau 0.05, 500 random steps first; HER
+``future`` with 4 sampled goals), one torch thread. Every ``--eval-every`` steps (and before
+training) the deterministic policy runs ``--eval-episodes`` episodes on fixed evaluation goals:
+success rate (at the last step), final position error [mm] and rotation error [°] (medians).
+Two scripted policies on the same goals calibrate the figures: ``hold`` (zero ``ee_delta`` actions:
+the arm stays at home, its errors are the goals' distances) and ``proportional`` (``ee_delta``
+actions ``clip(error / step bound)``: the task solved through the IK, the best a policy can expect).
+
+Output in ``--out``: ``rl_reach.json`` (configuration, machine, every curve), ``rl_reach.md`` (the
+final table) and ``rl_reach.png`` (success rate and position error against environment steps).
+
+Usage::
+
+    python benchmarks/rl_reach.py                                  # irb120, 2 seeds x 3,000 steps per action type
+    python benchmarks/rl_reach.py --steps 600 --seeds 0 --eval-every 300 --eval-episodes 3 --out /tmp/rl   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import hik_sim.envs  # noqa: F401  (registration)
+
+ACTION_TYPES = ("joint_normalized", "ee_delta")
+SAC_SETTINGS: dict[str, Any] = {"learning_rate": 1e-3, "gamma": 0.95, "tau": 0.05, "batch_size": 128, "learning_starts": 500,
+                                "policy_kwargs": {"net_arch": [64, 64]}}
+HER_SETTINGS: dict[str, Any] = {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+
+
+def evaluate(model: Any, env: gym.Env, episodes: int, seed: int = 10_000) -> dict[str, float]:
+    """The deterministic policy on ``episodes`` fixed goals: success rate, median final errors [mm, °], IK failures a step."""
+    successes, pos, rot, failures, steps = 0, [], [], 0, 0
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        done = False
+        while not done:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            failures += bool(info["ik_failed"])
+            steps += 1
+        successes += bool(info["is_success"])
+        pos.append(1000 * info["pos_err"])
+        rot.append(math.degrees(info["rot_err"]))
+    return {"success": successes / episodes, "pos_err_mm": statistics.median(pos), "rot_err_deg": statistics.median(rot),
+            "ik_failures_per_step": failures / steps}
+
+
+def proportional_action(obs: dict[str, np.ndarray]) -> np.ndarray:
+    """The ``ee_delta`` action (6,) that moves straight towards the desired goal, clipped to the step bounds."""
+    from hik_sim.envs.actions import EE_DELTA_POSITION, EE_DELTA_ROTATION
+
+    achieved, desired = obs["achieved_goal"], obs["desired_goal"]
+    w1, x1, y1, z1 = desired[3:]
+    w2, x2, y2, z2 = achieved[3:] * np.array([1.0, -1.0, -1.0, -1.0])  # the conjugate: desired ⊗ achieved* turns achieved into desired
+    turn = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    turn = turn if turn[0] >= 0 else -turn
+    sine = float(np.linalg.norm(turn[1:]))
+    rotation_vector = turn[1:] / sine * 2 * math.atan2(sine, turn[0]) if sine > 1e-12 else np.zeros(3)
+    return np.clip(np.concatenate([(desired[:3] - achieved[:3]) / EE_DELTA_POSITION, rotation_vector / EE_DELTA_ROTATION]), -1, 1)
+
+
+class Scripted:
+    """A scripted policy with SB3's ``predict``: ``hold`` (zero actions) or ``proportional``."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def predict(self, obs: dict[str, np.ndarray], deterministic: bool = True) -> tuple[np.ndarray, None]:
+        return (np.zeros(6) if self.kind == "hold" else proportional_action(obs)), None
+
+
+def references(robot: str, eval_episodes: int, goal_spread: float) -> dict[str, dict[str, float]]:
+    """The scripted policies' evaluations on the runs' evaluation goals (``ee_delta``, the shipped hybrid IK)."""
+    env = gym.make(f"hik_sim/ReachGoal-{robot}-v0", action_type="ee_delta", goal_spread=goal_spread)
+    return {kind: evaluate(Scripted(kind), env, eval_episodes) for kind in ("hold", "proportional")}
+
+
+def train(robot: str, action_type: str, seed: int, steps: int, eval_every: int, eval_episodes: int, goal_spread: float) -> dict[str, Any]:
+    """One SAC + HER run; its evaluation curve, wall time and the training steps' IK latency."""
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
+
+    class IKTimes(BaseCallback):
+        """Collects the training environment's ``info["ik_time"]`` [s]."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.times: list[float] = []
+
+        def _on_step(self) -> bool:
+            self.times.extend(float(info["ik_time"]) for info in self.locals["infos"])
+            return True
+
+    env_id = f"hik_sim/ReachGoal-{robot}-v0"
+    env = gym.make(env_id, action_type=action_type, goal_spread=goal_spread)
+    eval_env = gym.make(env_id, action_type=action_type, goal_spread=goal_spread)
+    model = SAC("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(HER_SETTINGS), seed=seed,
+                device="cpu", **SAC_SETTINGS)
+    ik_times = IKTimes()
+    curve = [{"steps": 0, **evaluate(model, eval_env, eval_episodes)}]
+    start = time.perf_counter()
+    while model.num_timesteps < steps:
+        model.learn(total_timesteps=min(eval_every, steps - model.num_timesteps), reset_num_timesteps=False, callback=ik_times)
+        curve.append({"steps": model.num_timesteps, **evaluate(model, eval_env, eval_episodes)})
+        print(f"{action_type:>16} seed {seed}: {curve[-1]['steps']:>6} steps, success {100 * curve[-1]['success']:5.1f} %, "
+              f"position {curve[-1]['pos_err_mm']:7.1f} mm, rotation {curve[-1]['rot_err_deg']:5.1f} deg", file=sys.stderr)
+    wall = time.perf_counter() - start
+    times = np.asarray(ik_times.times) if ik_times.times else np.zeros(1)
+    return {"action_type": action_type, "seed": seed, "curve": curve, "wall_s": wall,
+            "ik_time_median_ms": 1000 * float(np.median(times)), "ik_time_p95_ms": 1000 * float(np.percentile(times, 95))}
+
+
+def table(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]]) -> str:
+    """Markdown: per action type, the last evaluation averaged over seeds (and each seed's success); the scripted policies."""
+    lines = ["| actions | steps | seeds | success (mean) | success per seed | position error [mm] (median, mean of seeds) | "
+             "rotation error [°] | IK failures a step | IK time a step, median / p95 [ms] | wall time a run [s] |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for action_type in ACTION_TYPES:
+        mine = [r for r in runs if r["action_type"] == action_type]
+        if not mine:
+            continue
+        last = [r["curve"][-1] for r in mine]
+        mean = lambda key, last=last: statistics.fmean(x[key] for x in last)  # noqa: E731
+        per_seed = ", ".join(f"{100 * x['success']:.0f} %" for x in last)
+        lines.append(f"| `{action_type}` | {last[0]['steps']:,} | {len(mine)} | {100 * mean('success'):.0f} % | "
+                     f"{per_seed} | {mean('pos_err_mm'):.1f} | {mean('rot_err_deg'):.1f} | "
+                     f"{mean('ik_failures_per_step'):.3f} | {statistics.fmean(r['ik_time_median_ms'] for r in mine):.2f} / "
+                     f"{statistics.fmean(r['ik_time_p95_ms'] for r in mine):.2f} | {statistics.fmean(r['wall_s'] for r in mine):.0f} |")
+    for kind, result in scripted.items():
+        lines.append(f"| scripted `{kind}` (`ee_delta`) | – | – | {100 * result['success']:.0f} % | – | {result['pos_err_mm']:.1f} | "
+                     f"{result['rot_err_deg']:.1f} | {result['ik_failures_per_step']:.3f} | – | – |")
+    return "\n".join(lines)
+
+
+def plot(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]], path: Path, title: str) -> None:
+    """Success rate and final position error against environment steps, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    colours = {"joint_normalized": "tab:blue", "ee_delta": "tab:orange"}
+    for run in runs:
+        steps = [p["steps"] for p in run["curve"]]
+        label = f"{run['action_type']}, seed {run['seed']}"
+        left.plot(steps, [100 * p["success"] for p in run["curve"]], marker="o", color=colours[run["action_type"]], alpha=0.8, label=label)
+        right.plot(steps, [p["pos_err_mm"] for p in run["curve"]], marker="o", color=colours[run["action_type"]], alpha=0.8, label=label)
+    for kind, style in (("hold", ":"), ("proportional", "--")):
+        if kind in scripted:
+            left.axhline(100 * scripted[kind]["success"], color="grey", linestyle=style, label=f"scripted {kind}")
+            right.axhline(max(scripted[kind]["pos_err_mm"], 1e-3), color="grey", linestyle=style, label=f"scripted {kind}")
+    left.set(xlabel="environment steps", ylabel="success rate [%] (5 mm & 2°)", ylim=(-5, 105))
+    right.set(xlabel="environment steps", ylabel="final position error [mm] (median)", yscale="log")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--robot", default="irb120")
+    parser.add_argument("--steps", type=int, default=3000, help="environment steps per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--goal-spread", type=float, default=0.1)
+    parser.add_argument("--action-types", nargs="+", choices=ACTION_TYPES, default=list(ACTION_TYPES))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rl_reach"))
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.eval_every < 1 or args.eval_episodes < 1:
+        parser.error("--steps, --eval-every and --eval-episodes must be >= 1")
+    import torch
+
+    torch.set_num_threads(1)  # 64-64 networks: one thread beats two contended ones on a shared CPU
+    scripted = references(args.robot, args.eval_episodes, args.goal_spread)
+    runs = [train(args.robot, action_type, seed, args.steps, args.eval_every, args.eval_episodes, args.goal_spread)
+            for seed in args.seeds for action_type in args.action_types]
+    import stable_baselines3
+
+    command = "python benchmarks/rl_reach.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = {"command": command.strip(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
+                          "torch": torch.__version__, "stable_baselines3": stable_baselines3.__version__, "torch_threads": 1},
+              "robot": args.robot, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every,
+              "eval_episodes": args.eval_episodes, "goal_spread": args.goal_spread, "sac": SAC_SETTINGS, "her": HER_SETTINGS,
+              "scripted": scripted, "runs": runs}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "rl_reach.json").write_text(json.dumps(record, indent=1) + "\n")
+    title = (f"SAC + HER on hik_sim/ReachGoal-{args.robot}-v0 (goal_spread {args.goal_spread}): "
+             f"joint-space against end-effector actions, {args.steps:,} steps a run")
+    markdown = (f"# {title}\n\n`{record['command']}` ({record['date']}, {record['machine']['processor']}, torch "
+                f"{torch.__version__}, Stable-Baselines3 {stable_baselines3.__version__}, one torch thread)\n\n"
+                f"Last evaluation: {args.eval_episodes} deterministic episodes on fixed goals per run.\n\n{table(runs, scripted)}\n")
+    (args.out / "rl_reach.md").write_text(markdown)
+    plot(runs, scripted, args.out / "rl_reach.png", title)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
