@@ -70,7 +70,7 @@ from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.fast_network import FastIKNetwork, numba_available
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.models import parameter_count
-from hik_sim.policies import PRETRAINED_DIR, load_pretrained
+from hik_sim.policies import PRETRAINED_DIR, load_pretrained, pretrained_names
 from hik_sim.robots import get_robot
 
 __all__ = ["BenchConfig", "Timing", "Row", "shipped_networks", "benchmark_network", "markdown_table", "main"]
@@ -394,9 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     shipped = shipped_networks()
     names = args.networks or shipped
-    unknown = [n for n in names if n not in shipped]
+    known = set(shipped) | set(pretrained_names())  # the papers' baselines (benchmarks/checkpoints) too, from a checkout
+    unknown = [n for n in names if n not in known]
     if unknown:
-        parser.error(f"not shipped: {', '.join(unknown)}; shipped networks: {', '.join(shipped)}")
+        parser.error(f"not shipped: {', '.join(unknown)}; networks: {', '.join(sorted(known))}")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -6,7 +6,7 @@ float dtype on any device. Quaternions are unit, scalar first, as in MuJoCo.
 The conversions that only some callers need are pytorch-kinematics' (:mod:`pytorch_kinematics.transforms`, a
 dependency, also scalar first), imported on their first call. Four functions that nearly every process calls (Chain
 FK, a network's input, the training loss, the solvers' errors) stay written out here, because importing
-pytorch-kinematics costs about 2 s (its IK solver, matplotlib and MuJoCo come with it; ``python
+pytorch-kinematics costs 2-4 s (its IK solver, matplotlib and MuJoCo come with it; ``python
 benchmarks/rotations_bench.py``, benchmarks/results/rotations/): :func:`canonical_quaternion` and
 :func:`quaternion_multiply` are its ``standardize_quaternion`` and ``quaternion_raw_multiply`` operation for
 operation (tests/test_rotations.py holds them equal); :func:`matrix_to_quaternion` is its method but faster and with
