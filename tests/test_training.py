@@ -491,6 +491,8 @@ def test_validation_by_the_clock_takes_a_tenth_of_the_budget_or_three_validation
     assert clock.interval() == pytest.approx(3.0) and not clock.due(2.9) and clock.due(3.0)
     clock.done(3.0, 5.0)  # a validation of 2 s: the next one 6 s after it ends
     assert clock.interval() == pytest.approx(6.0) and not clock.due(10.9) and clock.due(11.0)
+    clock.done(11.0, 11.5, until=14.0)  # 0.5 s validating, then 2.5 s writing the curve: 3 s from 14 s
+    assert clock.interval() == pytest.approx(3.0) and not clock.due(16.9) and clock.due(17.0)
     assert ValidationClock(None, budget_s=math.inf, now=0.0).interval() == math.inf  # a step budget: by steps only
     assert ValidationClock(0.5, budget_s=math.inf, now=0.0).interval() == pytest.approx(0.5)
 

@@ -315,6 +315,7 @@ def _train(robot: RobotSpec, config: TrainConfig, out: Path | None, resume: str 
         losses = {} if terms is None else {"loss": float(terms.total.detach()), "beta": float(terms.beta),
                                            "entropy": float(terms.entropy.detach())}
         metrics = {"step": step, "elapsed_s": begun, **losses, **evaluate_network(network, chain, eval_set)}
+        evaluated = elapsed()  # the validation's own time, without the curve's plot (redrawn at most every 30 s)
         network.train()
         history.append(metrics)
         if config.keep_best and out is not None and validation_score(metrics) <= min(map(validation_score, history)):
@@ -326,7 +327,7 @@ def _train(robot: RobotSpec, config: TrainConfig, out: Path | None, resume: str 
             except HikError as exc:  # a full disk: the checkpoints matter more than the curve
                 print(f"warning: {exc}; the run goes on without its curve", file=sys.stderr)
                 curve = None
-        clock.done(begun, elapsed())
+        clock.done(begun, evaluated, elapsed())
         bar.validated(metrics, lr if lr is not None else math.nan)
 
     step_loss = torch.compile(batch_loss) if config.compile else batch_loss

@@ -122,6 +122,7 @@ class ValidationClock:
         """Whether a validation is due by time at ``now`` [s]."""
         return now - self.last_at >= self.interval()
 
-    def done(self, started: float, finished: float) -> None:
-        """Record a validation that ran from ``started`` to ``finished`` [s, the training clock]."""
-        self.last_at, self.last_cost = finished, finished - started
+    def done(self, started: float, finished: float, until: float | None = None) -> None:
+        """Record a validation that ran from ``started`` to ``finished`` [s, the training clock]; the next is
+        counted from ``until`` (the end of what followed it: writing the curve), by default ``finished``."""
+        self.last_at, self.last_cost = finished if until is None else until, finished - started
