@@ -31,7 +31,7 @@ PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 
 BENCHMARK_NETWORKS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("panda", "talos", "romeo", "icub", "g1", "jvrc1"), ("cycleik",)),
-    "irb120": ("cycleik", "regression", "regression_q6fixed", "harmoatt_q6fixed"),
+    "irb120": ("cycleik", "regression", "regression_q6fixed", "regression_one_branch", "harmoatt_q6fixed"),
 }
 """The seed papers' baselines and controls, by robot: in the repository's ``benchmarks/checkpoints/<robot>/``, not in the wheel."""
 
