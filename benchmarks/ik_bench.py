@@ -31,6 +31,7 @@ Usage::
 
     python benchmarks/ik_bench.py --robot irb120 --targets 1000
     python benchmarks/ik_bench.py --all                      # 10,000 targets per robot
+    python benchmarks/ik_bench.py --all --peers-only --out benchmarks/results/single_target_peers   # part 2 alone
 """
 
 from __future__ import annotations
@@ -271,7 +272,24 @@ def markdown(tables: list[dict[str, object]], peer_rows: dict[str, list[dict[str
                 note = f" ({row['limit_violations']} answers outside the limits)" if "limit_violations" in row else ""
                 lines.append(f"| {robot} | {row['solver']}{note} | {row['median_ms']:.3f} | {row['p95_ms']:.3f} "
                              f"| {100 * row['success_5mm_2deg']:.1f} % | {100 * row['success_1mm_1deg']:.1f} % | {row['per_second']:,.0f} |")
+        ratios = cold_against_trac_ik(peer_rows)
+        if ratios:
+            lines += ["", "| robot | cold single-target median / TRAC-IK's (same run) |", "|---|---:|"]
+            lines += [f"| {robot} | {ratio:.2f}× |" for robot, ratio in ratios.items()]
     return "\n".join(lines) + "\n"
+
+
+def cold_against_trac_ik(peer_rows: dict[str, list[dict[str, object]]]) -> dict[str, float]:
+    """Per robot where TRAC-IK ran: the median of hik_sim's cold single-target solve (the robot's seed network → LM)
+    over TRAC-IK's median in the same run."""
+    ratios = {}
+    for robot, rows in peer_rows.items():
+        ours = next((r for r in rows if str(r["solver"]).startswith("hik_sim single-target (") and "mlp_seed" not in str(r["solver"])
+                     and "median_ms" in r), None)
+        trac = next((r for r in rows if str(r["solver"]).startswith("TRAC-IK") and "median_ms" in r), None)
+        if ours is not None and trac is not None:
+            ratios[robot] = float(ours["median_ms"]) / float(trac["median_ms"])  # type: ignore[arg-type]
+    return ratios
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", type=int, default=10_000, help="targets for the paper's table (default 10000)")
     parser.add_argument("--peer-targets", type=int, default=300, help="targets for the single-target peers (default 300)")
     parser.add_argument("--no-peers", action="store_true", help="skip part 2")
+    parser.add_argument("--peers-only", action="store_true", help="skip part 1 (the single-target paths beside the peers only)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for torch and the compiled LM (default: as the libraries start, all cores)")
@@ -303,18 +322,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: {exc}\n")
     tables, peer_rows = [], {}
     for robot in robots:
-        print(f"{robot.name}: paper table on {args.targets} targets", file=sys.stderr, flush=True)
-        tables.append(hybrid_table(robot, args.targets))
+        if not args.peers_only:
+            print(f"{robot.name}: paper table on {args.targets} targets", file=sys.stderr, flush=True)
+            tables.append(hybrid_table(robot, args.targets))
         if not args.no_peers:
             print(f"{robot.name}: peers on {args.peer_targets} targets", file=sys.stderr, flush=True)
             peer_rows[robot.name] = peers(robot, args.peer_targets)
     text = markdown(tables, peer_rows)
     print(text)
-    stem = "ik_all" if args.all else f"ik_{robots[0].name}"
+    stem = ("peers_all" if args.peers_only else "ik_all") if args.all else f"ik_{robots[0].name}"
     args.out.mkdir(parents=True, exist_ok=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
               "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "load_average_1min": _load(), "targets": args.targets,
-              "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows}
+              "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows,
+              "cold_single_target_over_trac_ik": cold_against_trac_ik(peer_rows)}
     (args.out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     (args.out / f"{stem}.md").write_text(text)
     print(f"wrote {args.out / stem}.json and .md", file=sys.stderr)
