@@ -6,7 +6,7 @@ that tracing records all of it (:mod:`hik_sim.export` says what the graph comput
 
 onnxruntime's CPU kernels have no float64 ``Erf`` (every exact GELU) nor ``Atan`` (the ONNX form of ``atan2``: the
 first joint's azimuth, the rotation error). For a float64 graph, :func:`float64_gelus` replaces the model's exact GELUs by
-:class:`Float64Gelu`, erf as Chebyshev series fitted to SciPy's erf (within 4e-15), and :func:`atan2_symbolic` writes
+:class:`Float64Gelu`, erf as Chebyshev series fitted to SciPy's erf (the GELU within 1e-14 of torch's), and :func:`atan2_symbolic` writes
 ``atan2`` as the float32 ``Atan`` refined by one Newton step in float64 (error ~1e-14 relative). Both graphs give
 ``atan2(0, 0) = 0``, as torch does (ONNX's own form of it answers NaN there: a target on the first joint's axis).
 """
@@ -27,7 +27,7 @@ from hik_sim.learning.network import CHOICE_TOLERANCE, MAX_TARGET_DISTANCE, IKNe
 
 __all__ = ["graph_module", "Float64Gelu", "float64_gelus", "atan2_symbolic"]
 
-_ERF_DEGREE = 20  # both fits reach SciPy's erf to within 4e-15 from degree 18 on (the fits' own error is below that)
+_ERF_DEGREE = 20  # degree 18 already meets SciPy's erf to its own rounding on both intervals
 _SMALL = 2.5  # |y| <= 2.5: erf(y) = y · S(y²); beyond: erf(|y|) = 1 − erfcx(|y|) · exp(−y²), erfcx fitted on [2.5, 6]
 _LARGE = 6.0  # erfc(6) = 2e-17: beyond it erf is ±1 in float64
 
