@@ -48,7 +48,6 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -327,43 +326,61 @@ def main(argv: list[str] | None = None) -> int:
     record.update({"minutes": args.minutes, "test_seed": TEST_SEED, "test_targets": args.targets,
                    "command": "python benchmarks/attention_ablation.py --jobs 2"})
     if not args.summary:
-        if args.quick:
-            rates = {r: dict.fromkeys(args.models, 100.0) for r in args.robots}
-        else:
-            if not calibration_path.is_file():
-                print(f"no {calibration_path}: run with --calibrate first", file=sys.stderr)
-                return 2
-            rates = json.loads(calibration_path.read_text())["steps_per_second"]
+        if not args.quick and not calibration_path.is_file():
+            print(f"no {calibration_path}: run with --calibrate first", file=sys.stderr)
+            return 2
+
+        def rates() -> dict[str, dict[str, float]]:
+            if args.quick:
+                return {r: dict.fromkeys(args.models, 100.0) for r in args.robots}
+            return dict(_load(calibration_path)["steps_per_second"])
+
         done = {(r["robot"], r["model"], r["seed"]) for r in record["rows"]}
         todo = [(robot, arm, seed) for seed in args.seeds for robot in args.robots for arm in args.models
                 if (robot, arm, seed) not in done]
         start = time.monotonic()
         lock = threading.Lock()
 
-        def run(job: tuple[str, str, int]) -> None:
-            robot, arm, seed = job
-            if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
-                return
-            steps = max(1, round(args.minutes * 60 * rates[robot][arm])) if not args.quick else 20
-            out = runs / robot / f"{arm}_seed{seed}.safetensors"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
-            except RuntimeError as exc:  # one failed run is reported and left for the next call; the others go on
-                print(exc, file=sys.stderr, flush=True)
-                return
-            row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rates[robot][arm] / 60, "steps": steps,
-                   "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
-                   **measure(out, robot, 500 if args.quick else args.targets)}
-            with lock:
-                record["rows"].append(row)
-                _save(record_path, record)
-            print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
-                  f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
+        def next_job() -> tuple[tuple[str, str, int], float] | None:
+            """The first job left whose arm is calibrated (waiting while a calibration still runs), or None."""
+            while True:
+                if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
+                    return None
+                known = rates()
+                with lock:
+                    if not todo:
+                        return None
+                    for job in todo:
+                        if job[1] in known.get(job[0], {}):
+                            todo.remove(job)
+                            return job, known[job[0]][job[1]]
+                time.sleep(30)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for future in [pool.submit(run, job) for job in todo]:
-                future.result()
+        def worker() -> None:
+            while (picked := next_job()) is not None:
+                (robot, arm, seed), rate = picked
+                steps = max(1, round(args.minutes * 60 * rate)) if not args.quick else 20
+                out = runs / robot / f"{arm}_seed{seed}.safetensors"
+                out.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
+                except RuntimeError as exc:  # one failed run is reported and left for the next call; the others go on
+                    print(exc, file=sys.stderr, flush=True)
+                    continue
+                row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rate / 60, "steps": steps,
+                       "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
+                       **measure(out, robot, 500 if args.quick else args.targets)}
+                with lock:
+                    record["rows"].append(row)
+                    _save(record_path, record)
+                print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
+                      f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
+
+        workers = [threading.Thread(target=worker) for _ in range(args.jobs)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
     rows = sorted(record["rows"], key=lambda r: (ROBOTS.index(r["robot"]), ARMS.index(r["model"]), r["seed"]))
     record["rows"] = rows
     _save(record_path, record)
