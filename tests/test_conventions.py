@@ -26,8 +26,8 @@ def test_import_hik_sim_registers_every_id_without_torch_or_mujoco() -> None:
     found = json.loads(_in_fresh_interpreter(code))
     from hik_sim.robots import robot_names
 
-    expected = {f"hik_sim/{kind}-{robot}-v0" for robot in robot_names() for kind in ("Reach", "Track")}
-    expected |= {"hik_sim/Reach-v0", "hik_sim/Track-v0"}
+    expected = {f"hik_sim/{kind}-{robot}-v0" for robot in robot_names() for kind in ("Reach", "Track", "ReachGoal")}
+    expected |= {"hik_sim/Reach-v0", "hik_sim/Track-v0", "hik_sim/ReachGoal-v0"}
     assert not found["torch"] and not found["mujoco"]
     assert set(found["ids"]) == expected
 
@@ -51,12 +51,13 @@ def test_make_works_after_import_hik_sim_alone() -> None:
     assert out.startswith("ReachEnv (6,)") and "'goal_pos'" in out
 
 
-@pytest.mark.parametrize("name", ["ReachEnv", "TrackEnv"])
+@pytest.mark.parametrize("name", ["ReachEnv", "TrackEnv", "ReachGoalEnv"])
 def test_environment_docstrings_have_gymnasium_sections(name: str) -> None:
+    from hik_sim.envs.goal import ReachGoalEnv
     from hik_sim.envs.reach import ReachEnv
     from hik_sim.envs.track import TrackEnv
 
-    doc = inspect.getdoc({"ReachEnv": ReachEnv, "TrackEnv": TrackEnv}[name])
+    doc = inspect.getdoc({"ReachEnv": ReachEnv, "TrackEnv": TrackEnv, "ReachGoalEnv": ReachGoalEnv}[name])
     headings = [line[3:].strip() for line in doc.splitlines() if line.startswith("## ")]
     assert headings == list(GYMNASIUM_SECTIONS)
 
