@@ -628,7 +628,7 @@ ENV_KWARGS = [
     ({"hold_steps": 0}, r"hold_steps must be >= 1"),
     ({"unreachable_probability": math.nan}, r"unreachable_probability in \[0, 1\]"),
     ({"start_noise": math.inf}, r"start_noise finite and >= 0, got 5, 0.0 and inf"),
-    ({"render_mode": "nope"}, r"render_mode must be one of \['human', 'rgb_array'\] or None, got 'nope'"),
+    ({"render_mode": "nope"}, r"render_mode must be one of \['rgb_array'\] or None, got 'nope'"),
     ({"render_mode": "rgb_array", "camera": "nope"}, r"unknown camera 'nope'; cameras are: workspace, overview"),
     ({"render_mode": "rgb_array", "width": -1}, r"render size -1x360 px is outside the scene's offscreen buffer"),
     ({"robot": None, "urdf": "/nope/arm.urdf", "base": "a", "ee": "b"}, r"URDF file not found"),

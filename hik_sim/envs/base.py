@@ -261,15 +261,16 @@ class RobotGoalEnv(gym.Env):
         Returns:
             The IK's info: ``ik_time`` [s] and ``ik_failed`` (0.0 and False without IK).
         """
-        what = {"joint": f"{self.robot.dof} joint targets [rad]", "joint_normalized": f"{self.robot.dof} normalised joint targets",
-                "ee_delta": "6 end-effector increments"}[self.action_type]
+        count = self.action_space.shape[0]
+        what = {"joint": "joint targets [rad]", "joint_normalized": "normalised joint targets in [-1, 1]",
+                "ee_delta": "end-effector increments in [-1, 1]"}[self.action_type]
         raw = np.asarray(action)
         if raw.dtype.kind not in "fiu":  # strings, objects, booleans, complex numbers: not joint targets
-            raise EnvError(f"action must be {what} (real numbers) for {self.robot.name!r}, got "
+            raise EnvError(f"action must be {count} real {what} for {self.robot.name!r}, got "
                            f"{type(action).__name__} of dtype {raw.dtype}")
         action = raw.astype(np.float64)
         if action.shape != self.action_space.shape:
-            raise EnvError(f"action must be {what} for {self.robot.name!r}, got shape {action.shape}")
+            raise EnvError(f"action must be {count} {what} for {self.robot.name!r}, got shape {action.shape}")
         if not np.isfinite(action).all():
             raise EnvError(f"action must be finite, got {action}")
         info: dict[str, Any] = {"ik_time": 0.0, "ik_failed": False}
