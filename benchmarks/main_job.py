@@ -75,7 +75,9 @@ def run_main_job(extra: list[str], keep: bool, cold: bool) -> dict:
 def markdown(rows: list[dict]) -> str:
     """The record as a Markdown table."""
     lines = ["# The main job: `python -m hik_sim.evaluate` (IRB120, default policies)", "",
-             "Command: `python benchmarks/main_job.py` (the evaluator runs with `--no-progress` into a temporary folder).", "",
+             "Command: `python benchmarks/main_job.py --label LABEL` (`--warm`: numba's on-disk cache serves its kernels; "
+             "else an empty cache, as on a fresh install). The evaluator runs with `--no-progress` into a temporary folder; "
+             "CPU is its user + system time, its ffmpeg encoders included. The commands of each row: docs/report.md.", "",
              "| label | date | numba cache | total [s] | episodes [s] | videos [s] | report [s] | CPU [s] "
              "| load before / after (1 min) | exit |",
              "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]

@@ -41,7 +41,7 @@ geodesic rotation error ``2·acos(|⟨q, q'⟩|)``; docs/design.md).
 
 Examples::
 
-    python -m hik_sim.evaluate                                   # irb120, shipped checkpoints, about 2 min on 2 cores
+    python -m hik_sim.evaluate                                   # irb120, shipped checkpoints (docs/report.md: its time)
     python -m hik_sim.evaluate --robot panda --policy hybrid multistart dm_control --episodes 10
     python -m hik_sim.evaluate --urdf arm.urdf --base base --ee tool --checkpoint runs/train/arm/harmoatt.pt
     python -m hik_sim.evaluate --suite paper                     # both seed papers' experiments
