@@ -383,3 +383,22 @@ def test_sigterm_removes_partial_videos_and_leaves_a_folder_that_says_so(phase: 
     with pytest.raises(OutputError, match=rf"holds an interrupted run \(INCOMPLETE: interrupted by SIGTERM during videos\); "
                                           rf"remove the folder \(rm -r {out}\) to reuse it"):
         claim_run_folder(out)
+
+
+def test_ctrl_c_while_rendering_keeps_the_tables_and_says_what_is_missing(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    import hik_sim.evaluation.videos as videos
+    from hik_sim.evaluation.evaluate import evaluate
+
+    def interrupted(episodes, config, out, report, progress) -> list:  # noqa: ANN001
+        (out / "side_by_side_reach.mp4").write_bytes(b"half a video")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(videos, "write_videos", interrupted)
+    config = EvalConfig(policies=("lm",), envs=("reach",), episodes=1, ik_targets=20, width=64, height=48)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(get_robot("irb120"), config, tmp_path / "run", progress=False)
+    out = tmp_path / "run"
+    assert (out / "INCOMPLETE").read_text().splitlines()[:2] == [
+        "interrupted by SIGINT (Ctrl-C) during videos", "The tables, plots and report.html are complete; the videos are missing."]
+    assert not list(out.glob("*.mp4")) and not (out / ".evaluation.lock").exists()
+    assert json.loads((out / "report.json").read_text())["policies"]["lm"]["reach"]["episodes"] == 1

@@ -236,6 +236,14 @@ def test_the_side_by_side_video_alone_counts_its_frames_and_renders_each_once(tm
     assert sum(drawn) == 2 * len(recording)  # each recorded step of each tile drawn once; held frames are not redrawn
     with pytest.raises(HikError, match="needs side_by_side"):
         write_rollout_videos(scene, [recording], tmp_path, fps=25, options=options, own_videos=False)
+
+    def ctrl_c(_: int) -> None:
+        raise KeyboardInterrupt
+
+    (tmp_path / "stopped").mkdir()
+    with pytest.raises(KeyboardInterrupt):  # not hidden by closing the encoders
+        write_rollout_videos(scene, [recording, recording], tmp_path / "stopped", fps=25, options=options, side_by_side="stopped.mp4",
+                             progress=ctrl_c)
     with pytest.raises(HikError, match="multisamples must be None or within 0 to 16"):
         VideoOptions(multisamples=32)
     assert scene.model.vis.quality.offsamples == 4  # the renderer's setting did not leak into the scene

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -431,9 +432,13 @@ def write_rollout_videos(scene: Any, recordings: list[Recording], folder: Path, 
                 if tiled is not None:
                     last = tile(frames)
                     tiled.send(np.ascontiguousarray(last))
-        finally:
+        except BaseException:  # Ctrl-C also stops the ffmpeg encoders: closing them then must not hide the interrupt
             for writer in writers + ([tiled] if tiled is not None else []):
-                writer.close()
+                with contextlib.suppress(Exception):
+                    writer.close()
+            raise
+        for writer in writers + ([tiled] if tiled is not None else []):
+            writer.close()
     extras: list[str] = []
     if previews:
         for name, frames in zip(names, gifs):
