@@ -278,6 +278,8 @@ def test_rl_reach_benchmark_quick_run_writes_its_record(tmp_path) -> None:  # no
     for run in record["runs"]:
         assert [p["steps"] for p in run["curve"]] == [0, 60]
         assert all(0 <= p["success"] <= 1 and p["pos_err_mm"] > 0 for p in run["curve"])
+        assert 0 <= run["her_rewards_at_zero"] <= 1
+    assert record["tolerance"] == {"name": "success", "position_m": SUCCESS.position, "rotation_rad": SUCCESS.rotation}
     hold, proportional = record["scripted"]["hold"], record["scripted"]["proportional"]
     assert proportional["success"] == 1.0 and proportional["pos_err_mm"] < 1.0  # the task is solvable through the ee_delta IK
     assert hold["success"] == 0.0 and hold["pos_err_mm"] > 10.0  # and holding home does not solve it
