@@ -261,7 +261,7 @@ class RobotGoalEnv(gym.Env):
         Returns:
             The IK's info: ``ik_time`` [s] and ``ik_failed`` (0.0 and False without IK).
         """
-        count = self.action_space.shape[0]
+        count = 6 if self.action_type == "ee_delta" else self.robot.dof
         what = {"joint": "joint targets [rad]", "joint_normalized": "normalised joint targets in [-1, 1]",
                 "ee_delta": "end-effector increments in [-1, 1]"}[self.action_type]
         raw = np.asarray(action)
