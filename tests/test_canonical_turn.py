@@ -113,8 +113,6 @@ def test_bad_canonical_turn_options_are_hik_errors() -> None:
         IKNetwork("mlp", lower, upper, normalizer, selection, {"clamp_in_training": True}, chain)
     with pytest.raises(HikError, match="turn_input is an option of canonical_turn networks"):
         IKNetwork("mlp", lower, upper, normalizer, selection, {"turn_input": True}, chain)
-    with pytest.raises(HikError, match="clamp_straight_through is an option of clamp_in_training networks"):
-        IKNetwork("mlp", lower, upper, normalizer, selection, {"canonical_turn": True, "clamp_straight_through": True}, chain)
     with pytest.raises(HikError, match="behind_turn is an option of canonical_turn networks"):
         IKNetwork("mlp", lower, upper, normalizer, selection, {"behind_turn": True}, chain)
     with pytest.raises(HikError, match="behind_turn must be true or false"):
@@ -151,29 +149,6 @@ def test_clamp_in_training_trains_on_the_answers_the_network_gives_once_trained(
             assert all(g is None or not bool(g.any()) for g in grads)  # a clamped first joint passes no gradient
             grads = torch.autograd.grad(first[~at_limit].sum(), parameters, allow_unused=True)
             assert any(g is not None and bool(g.any()) for g in grads)
-
-
-def test_a_straight_through_clamp_trains_on_the_clamped_answers_and_passes_their_gradient() -> None:
-    """clamp_straight_through: the same clamped answers in training as clamp_in_training's, but a clamped first
-    joint passes the gradient of the unclamped one, so an answer pinned at a limit can move back."""
-    chain = Chain(robot_by_id("romeo"))
-    targets = make_eval_set(chain, 5, 200).batch
-    lower, upper = chain.limits(torch.float64)
-    options = {**SMALL, "hypotheses": 2, "canonical_turn": True, "clamp_in_training": True}
-    hard, straight = _network(chain, options), _network(chain, {**options, "clamp_straight_through": True})
-    assert straight.clamp_straight_through and not hard.clamp_straight_through
-    straight.load_state_dict(hard.state_dict())
-    hard.train()
-    straight.train()
-    hard_out = hard(targets.pos, targets.quat, choose=False).candidates
-    out = straight(targets.pos, targets.quat, choose=False).candidates
-    assert float((out - hard_out).detach().abs().max()) < 1e-12  # the same weights, the same clamped answers
-    first = out[..., 0]
-    at_limit = ((first - lower[0]).abs() < 1e-6) | ((first - upper[0]).abs() < 1e-6)
-    assert 0.2 < float(at_limit.double().mean()) < 1.0
-    parameters = [p for p in straight.parameters() if p.requires_grad]
-    grads = torch.autograd.grad(first[at_limit].sum(), parameters, allow_unused=True)
-    assert any(g is not None and bool(g.any()) for g in grads)  # the pinned answers' first joint moves their weights
 
 
 def test_the_limit_pull_gives_pinned_answers_a_gradient_back_to_the_limit() -> None:

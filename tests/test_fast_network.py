@@ -19,6 +19,7 @@ from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.learning.fast_network import FastIKNetwork, numba_available
 from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.flat_chain import flat_geometry
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR, load_pretrained
 from hik_sim.robots import get_robot
@@ -238,7 +239,7 @@ def test_compiled_scores_match_mujoco_forward_kinematics(robot_name: str) -> Non
     robot = robot_by_id(robot_name)
     chain = Chain(robot)
     kinematics = SingleTargetKinematics(robot, chain.geometry)
-    geometry = fast_network._flat_geometry(chain.geometry)  # noqa: SLF001
+    geometry = flat_geometry(chain.geometry)
     rng = np.random.default_rng(0)
     targets = make_eval_set(chain, 4, 20).batch
     for pos, quat in zip(targets.pos.numpy(), targets.quat.numpy()):

@@ -1,15 +1,22 @@
 """The first joint's turn taken out of a ``canonical_turn`` network's input and added back to its answers,
-for one pose, as plain scalar Python that :mod:`hik_sim.learning._fast_numba` compiles with numba (the
+for one pose (:func:`canonical_pose`, :func:`turn_back`), as plain scalar Python that :mod:`hik_sim.learning._fast_numba` compiles with numba (the
 ``numba`` backend of :class:`~hik_sim.learning.fast_network.FastIKNetwork`) and the ``numpy`` backend
 runs as it is: one definition, two speeds. :class:`~hik_sim.learning.network.IKNetwork` does the same
-in torch, batched.
+in torch, batched (tests/test_canonical_turn.py checks the two agree). :class:`CanonicalTurn` holds one
+network's frame and limits and calls the compiled or the plain functions.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["canonical_pose", "turn_back"]
+import numpy as np
+
+__all__ = ["canonical_pose", "turn_back", "CanonicalTurn"]
+
+_MAX_TARGET_DISTANCE = 1e4
+"""[m]: :data:`hik_sim.learning.network.MAX_TARGET_DISTANCE` (importing it would import torch)."""
 
 # frame (float64, 12): the first joint's origin (3) [m], its unit axis (3), the unit direction of azimuth 0 (3)
 # and axis × that direction (3), base frame (hik_sim.kinematics.symmetry.FirstJointSymmetry).
@@ -67,3 +74,44 @@ def turn_back(answers, azimuth, lower, upper):  # noqa: ANN001, ANN201
             moved = True
         answers[h, 0] = value
     return moved
+
+
+class CanonicalTurn:
+    """The first joint's turn taken out of a ``canonical_turn`` network's input and added back to its answers,
+    in float64 as :class:`~hik_sim.learning.network.IKNetwork` does it in torch: compiled
+    (:func:`~hik_sim.learning._fast_numba.canonical_pose`, :func:`~hik_sim.learning._fast_numba.turn_back`)
+    on the ``numba`` backend, in Python on ``numpy``.
+
+    Args:
+        symmetry: the chain's :class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry` (revolute).
+        lower: the first joint's lower limit [rad].
+        upper: its upper limit [rad].
+        compiled: use the numba kernels.
+        behind: a ``behind_turn`` network's turn (:func:`~hik_sim.kinematics.symmetry.range_turn`), not the azimuth.
+    """
+
+    def __init__(self, symmetry: Any, lower: float, upper: float, compiled: bool, behind: bool = False) -> None:
+        origin, axis, u = (np.asarray(v, dtype=np.float64) for v in (symmetry.origin, symmetry.axis, symmetry.reference))
+        self.frame = np.concatenate((origin, axis, u, np.cross(axis, u)))  # (12,): _canonical_turn's frame
+        self.lower, self.upper, self.behind = lower, upper, behind
+        self._canonical_pose, self._turn_back = canonical_pose, turn_back
+        if compiled:
+            from hik_sim.learning import _fast_numba
+
+            self._canonical_pose, self._turn_back = _fast_numba.canonical_pose, _fast_numba.turn_back
+        self._pos, self._quat = np.empty(3), np.empty(4)
+
+    def canonical(self, pos: np.ndarray, quat: np.ndarray, behind: bool | None = None) -> tuple[int, np.ndarray, np.ndarray, float]:
+        """A pose (3,) [m], (4,) wxyz → (status, the pose turned by −turn about the axis, the turn [rad]: its azimuth
+        or, with ``behind`` (default: the network's), the range_turn of it);
+        status as :func:`~hik_sim.learning._canonical_turn.canonical_pose`'s 0, 1 (NaN/inf) or 4 (too far).
+        The returned arrays are reused by the next call."""
+        status, azimuth = self._canonical_pose(self.frame, pos, quat, self._pos, self._quat, _MAX_TARGET_DISTANCE,
+                                               self.lower, self.upper, self.behind if behind is None else behind)
+        return status, self._pos, self._quat, azimuth
+
+    def back(self, answers: np.ndarray, azimuth: float) -> bool:
+        """Column 0 of answers (H, k) (the canonical first joint) in place → the pose's own: + azimuth, wrapped
+        into ``[lower, lower + 2π)``, beyond ``upper`` moved to the nearer limit round the circle. Returns
+        whether any answer was moved to a limit."""
+        return bool(self._turn_back(answers, azimuth, self.lower, self.upper))

@@ -31,7 +31,8 @@ from hik_sim.learning import _safetensors_file
 from hik_sim.learning.data import JointSelection, PoseNormalizer
 from hik_sim.errors import CheckpointError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.learning.network import CANONICAL_TURN, IKNetwork
+from hik_sim.learning.network import IKNetwork
+from hik_sim.learning.network_options import NetworkOptions
 from hik_sim.robots import RobotSpec
 
 __all__ = ["Card", "save_checkpoint", "load_checkpoint", "read_checkpoint", "check_checkpoint_path", "convert_checkpoint",
@@ -349,7 +350,8 @@ def load_checkpoint(path: str | os.PathLike[str], robot: RobotSpec | None = None
     normalizer = PoseNormalizer(torch.tensor(card.pos_min), torch.tensor(card.pos_max))
     chain = None
     assert card.hypotheses is not None  # Card.__post_init__ fills it in
-    if card.hypotheses > 1 or card.model_options.get(CANONICAL_TURN, False):  # it chooses among answers by FK; turns poses
+    options, _ = NetworkOptions.parse(card.model_options, card.model)  # checked here and again by IKNetwork: the same message
+    if card.hypotheses > 1 or options.canonical_turn:  # it chooses among answers by FK; turns poses
         chain = Chain(robot if robot is not None else _registered_robot(card, path))
     network = IKNetwork(card.model, torch.tensor(card.lower), torch.tensor(card.upper), normalizer,
                         JointSelection(tuple(card.joint_names), card.fixed_joints), card.model_options, chain)

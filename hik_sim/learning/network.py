@@ -8,7 +8,8 @@ target (position error / 5 mm + rotation error / 2°, the success tolerances), s
 robot's :class:`~hik_sim.kinematics.chain.Chain`.
 
 With the option ``canonical_turn`` (``--model-option canonical_turn=true``) the network is
-equivariant to the first joint's turn by construction: a target is turned about the first joint's
+equivariant to the first joint's turn by construction (the network's options are parsed once into
+:class:`~hik_sim.learning.network_options.NetworkOptions`, ``network.options``): a target is turned about the first joint's
 axis until its position lies in one half-plane (:class:`~hik_sim.kinematics.symmetry.FirstJointSymmetry`),
 the model answers for that canonical pose, and the turn is added back to the answer's first joint
 (wrapped into the joint's range; the part of the circle outside a joint's range is clamped to the
@@ -23,12 +24,7 @@ network never learns that the branch is out of reach for that turn. With ``clamp
 answer: its miss is a loss, and with several answers another one learns the branch that the range
 allows (the clamped value passes no gradient to the first joint). An answer once clamped so never
 moves its first joint again for that pose: on the iCub the share of answers pinned at a limit grew
-from 5 % to 13 % over the second half of an hour's run. With ``clamp_straight_through``
-(``--model-option clamp_straight_through=true``) training still sees the clamped value but its
-gradient passes to the value before the clamp as if there were none: where the target's answer lies
-inside the range, the gradient at the limit points back into it and the answer can return. Measured
-once, on the iCub, it trained far worse from the start (22.0 against 9.2 mm after 10 minutes;
-docs/networks.md): kept as an option, off by default.
+from 5 % to 13 % over the second half of an hour's run.
 
 Even so a canonical network cannot tell which branch the range allows: two poses that differ only by
 their turn have one canonical pose, and where one turn puts the first joint's answer beyond its
@@ -67,29 +63,17 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.symmetry import FirstJointSymmetry, range_turn, wrap_first_joint
 from hik_sim.learning.losses import geodesic_angle
 from hik_sim.learning.models import IKOutput, LimitHead, build_model
+from hik_sim.learning.network_options import BEHIND_TURN, CANONICAL_TURN, CLAMP_IN_TRAINING, TURN_INPUT, NetworkOptions
 from hik_sim.kinematics.tolerances import SUCCESS
 
 if TYPE_CHECKING:
     from hik_sim.learning.checkpoint import Card
 
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "TURN_INPUT",
-           "BEHIND_TURN", "CLAMP_STRAIGHT_THROUGH", "TURNED", "as_targets"]
+           "BEHIND_TURN", "TURNED", "as_targets"]
 
-CANONICAL_TURN = "canonical_turn"
-"""The model option (bool) that takes the first joint's turn out of the input (:class:`IKNetwork`)."""
-CLAMP_IN_TRAINING = "clamp_in_training"
-"""The model option (bool) of a ``canonical_turn`` network that trains on its clamped first joint (:class:`IKNetwork`)."""
-TURN_INPUT = "turn_input"
-"""The model option (bool) of a ``canonical_turn`` network that gives its model the turn as (cos, sin) (:class:`IKNetwork`)."""
-CLAMP_STRAIGHT_THROUGH = "clamp_straight_through"
-"""The model option (bool) of a ``clamp_in_training`` network whose clamp passes its gradient straight through (:class:`IKNetwork`)."""
-BEHIND_TURN = "behind_turn"
 TURNED: tuple[str, ...] = ("better", "range", "azimuth")
 """How a ``behind_turn`` network answers a pose beyond its first joint's range (:meth:`IKNetwork.forward`)."""
-"""The model option (bool) of a ``canonical_turn`` network that turns poses beyond its first joint's range to
-the back half-plane (:class:`IKNetwork`)."""
-_NETWORK_OPTIONS = (CANONICAL_TURN, CLAMP_IN_TRAINING, TURN_INPUT, BEHIND_TURN, CLAMP_STRAIGHT_THROUGH)  # options of the network, not passed on to its model
-_TURN_INPUT_MODELS = ("harmoatt", "mlp")
 
 CHOICE_TOLERANCE: tuple[float, float] = (SUCCESS.position, SUCCESS.rotation)
 """Units [m], [rad] in which position and rotation errors are added to choose among hypotheses."""
@@ -161,18 +145,18 @@ class IKNetwork(nn.Module):
         upper: (n,) upper limits.
         normalizer: the input normalisation.
         selection: which joints are fixed (the model outputs the free ones).
-        model_options: the model's constructor arguments, and :data:`CANONICAL_TURN`,
-            :data:`CLAMP_IN_TRAINING`, :data:`TURN_INPUT`, :data:`BEHIND_TURN` and :data:`CLAMP_STRAIGHT_THROUGH`
-            (bools, not passed on).
+        model_options: the model's constructor arguments and the network's own options, read once into
+            :attr:`options` (:meth:`NetworkOptions.parse <hik_sim.learning.network_options.NetworkOptions.parse>`).
         chain: the robot's chain; needed (to choose among answers) when ``hypotheses`` > 1, and for
             ``canonical_turn``.
 
+    Attributes:
+        options: the network's own options (:class:`~hik_sim.learning.network_options.NetworkOptions`).
+
     Raises:
-        HikError: a model with several hypotheses and no chain; ``canonical_turn`` or ``clamp_in_training``
-            not a bool; ``canonical_turn`` without a chain, or for a chain whose first joint is prismatic or
-            fixed; ``clamp_in_training``, ``turn_input`` or ``behind_turn`` without ``canonical_turn``;
-            ``clamp_straight_through`` without ``clamp_in_training``; ``turn_input`` for a model other than
-            HarmoAtt-IK and the MLP.
+        HikError: a model with several hypotheses and no chain; a bad network option (see
+            :meth:`NetworkOptions.parse <hik_sim.learning.network_options.NetworkOptions.parse>`); ``canonical_turn``
+            without a chain, or for a chain whose first joint is prismatic or fixed.
     """
 
     card: Card  # set by the loaders (load_pretrained, make_solver) on a network read from a checkpoint; absent otherwise
@@ -185,28 +169,8 @@ class IKNetwork(nn.Module):
         self.model_options = dict(model_options or {})
         self.lower, self.upper = tuple(float(v) for v in lower), tuple(float(v) for v in upper)  # (n,) for robot checks
         index = selection.free_index
-        options = {k: v for k, v in self.model_options.items() if k not in _NETWORK_OPTIONS}
-        canonical, clamped, turn_input, behind, straight = (self.model_options.get(name, False) for name in _NETWORK_OPTIONS)
-        for name, value in zip(_NETWORK_OPTIONS, (canonical, clamped, turn_input, behind, straight)):
-            if not isinstance(value, bool):
-                raise ModelError(f"{name} must be true or false, got {value!r}")
-        if straight and not clamped:
-            raise ModelError(f"{CLAMP_STRAIGHT_THROUGH} is an option of {CLAMP_IN_TRAINING} networks: give {CLAMP_IN_TRAINING}=true too")
-        for name, value in ((CLAMP_IN_TRAINING, clamped), (TURN_INPUT, turn_input), (BEHIND_TURN, behind)):
-            if value and not canonical:
-                raise ModelError(f"{name} is an option of {CANONICAL_TURN} networks: give {CANONICAL_TURN}=true too")
-        if turn_input:
-            if kind not in _TURN_INPUT_MODELS:
-                raise ModelError(f"{TURN_INPUT} is for the models {', '.join(_TURN_INPUT_MODELS)}, not {kind!r}")
-            if kind == "harmoatt":
-                options["position_inputs"] = 5  # the canonical position and (cos, sin) embedded together
-            else:
-                options["in_features"] = 9
-        self.canonical_turn = canonical
-        self.clamp_in_training = clamped
-        self.turn_input = turn_input
-        self.behind_turn = behind
-        self.clamp_straight_through = straight
+        self.options, options = NetworkOptions.parse(self.model_options, kind)
+        canonical = self.options.canonical_turn
         self.symmetry: FirstJointSymmetry | None = None
         model_lower, model_upper = lower[index].clone(), upper[index].clone()
         if canonical:
@@ -226,6 +190,26 @@ class IKNetwork(nn.Module):
         if self.hypotheses > 1 and chain is None:
             raise ModelError(f"a network with {self.hypotheses} hypotheses needs the robot's chain to choose among them")
         self.chain = chain
+
+    @property
+    def canonical_turn(self) -> bool:
+        """``options.canonical_turn``."""
+        return self.options.canonical_turn
+
+    @property
+    def clamp_in_training(self) -> bool:
+        """``options.clamp_in_training``."""
+        return self.options.clamp_in_training
+
+    @property
+    def turn_input(self) -> bool:
+        """``options.turn_input``."""
+        return self.options.turn_input
+
+    @property
+    def behind_turn(self) -> bool:
+        """``options.behind_turn``."""
+        return self.options.behind_turn
 
     def forward(self, pos: torch.Tensor, quat: torch.Tensor, choose: bool = True, turned: str = "better") -> IKOutput:
         """Poses (B, 3) [m], (B, 4) wxyz in the base frame → :class:`IKOutput` with full q (B, n).
@@ -253,7 +237,7 @@ class IKNetwork(nn.Module):
             out = self.model(self.normalizer(pos, quat))
         else:
             azimuth = self.symmetry.azimuth(pos)
-            if not self.behind_turn or (turned == "azimuth" and not self.training):
+            if not self.options.behind_turn or (turned == "azimuth" and not self.training):
                 out = self._canonical_answers(pos, quat, azimuth)
             else:
                 turn = range_turn(azimuth, self.lower[0], self.upper[0])
@@ -273,7 +257,7 @@ class IKNetwork(nn.Module):
         joint's axis, the turn added back to their first joint."""
         assert self.symmetry is not None
         x = self.normalizer(*self.symmetry.move_each(pos, quat, -turn))
-        if self.turn_input:  # (canonical position, cos, sin, canonical quaternion)
+        if self.options.turn_input:  # (canonical position, cos, sin, canonical quaternion)
             column = turn.to(x)[:, None]
             x = torch.cat((x[:, :3], torch.cos(column), torch.sin(column), x[:, 3:]), dim=1)
         return self._turn_back(self.model(x), turn)
@@ -306,10 +290,9 @@ class IKNetwork(nn.Module):
     def _turn_back(self, out: IKOutput, azimuth: torch.Tensor) -> IKOutput:
         """The canonical pose's answers with the turn (B,) [rad] added back to the first joint, wrapped into
         ``[lower, lower + 2π)``; out of training (or with ``clamp_in_training``) a value beyond the upper
-        limit goes to the nearer limit (in training with ``clamp_straight_through``, the clamped value whose
-        gradient is the unclamped one's)."""
+        limit goes to the nearer limit (the arithmetic of :func:`hik_sim.learning._canonical_turn.turn_back`)."""
         lower, upper = self.lower[0], self.upper[0]
-        straight = self.training and self.clamp_straight_through
+        clamp_in_training = self.options.clamp_in_training
 
         def turned_first(q: torch.Tensor, clamp: bool) -> torch.Tensor:  # (B, ..., m) → (B, ...)
             turn = azimuth.view(-1, *([1] * (q.ndim - 2))).to(q)
@@ -317,14 +300,11 @@ class IKNetwork(nn.Module):
 
         def back(q: torch.Tensor) -> torch.Tensor:  # (B, ..., m)
             # beyond the upper limit: the nearer limit round the circle, out of training or with clamp_in_training
-            first = turned_first(q, clamp=not self.training or self.clamp_in_training)
-            if straight:  # the clamped value forward, the wrapped one's gradient backward
-                wrapped = turned_first(q, clamp=False)
-                first = wrapped + (first - wrapped).detach()
+            first = turned_first(q, clamp=not self.training or clamp_in_training)
             return torch.cat((first[..., None], q[..., 1:]), dim=-1)
 
         turned = out._replace(q=back(out.q), candidates=None if out.candidates is None else back(out.candidates))
-        if not (self.training and self.clamp_in_training):
+        if not (self.training and clamp_in_training):
             return turned
         # how far each answer's first joint lay outside the range: the distance to the nearer limit round the
         # circle, its gradient pointing there (the loss's limit_pull)
@@ -339,7 +319,7 @@ class IKNetwork(nn.Module):
     def beyond_range(self, pos: torch.Tensor) -> torch.Tensor:
         """(B,) bool: the targets at ``pos`` (B, 3) [m] that a ``behind_turn`` network turns into the back half-plane (their
         azimuth lies beyond the first joint's range); all False for any other network."""
-        if self.symmetry is None or not self.behind_turn or pos.shape[0] == 0:
+        if self.symmetry is None or not self.options.behind_turn or pos.shape[0] == 0:
             return torch.zeros(pos.shape[0], dtype=torch.bool)
         azimuth = self.symmetry.azimuth(torch.as_tensor(pos).to(next(self.parameters())))  # as forward computes it
         return (range_turn(azimuth, self.lower[0], self.upper[0]) != azimuth).cpu()
