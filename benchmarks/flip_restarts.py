@@ -36,7 +36,10 @@ from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained, single_target_seed_name
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, SingleTargetIK
+from hik_sim.solvers.base import IKResult
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
 
 def _row(robot: str, solver: str, seed_network: str, flips: bool, triples: tuple[int, ...], result: IKResult) -> dict[str, Any]:
@@ -59,13 +62,13 @@ def rows_for(robot: str, targets: int, single_targets: int) -> list[dict[str, An
     fallback = load_hybrid_fallback(robot)
     name += "" if other is None else f" (then {other})"
     for flips in (False, True):
-        result = HybridIK(network, LMRefiner(chain), flip_restarts=flips, fallback=fallback).solve(batch.pos, batch.quat)
+        result = HybridIK(network, LMRefiner(chain), fallback=fallback, plan=HybridPlan(flip_restarts=flips)).solve(batch.pos, batch.quat)
         rows.append(_row(robot, "HybridIK (batched)", name, flips, triples, result))
     single = make_eval_set(chain, TARGET_SEED + 1, single_targets).batch
     name = single_target_seed_name(robot)
     network = load_pretrained(robot, name)
     for flips in (False, True):
-        result = SingleTargetIK(chain, network, flip_restarts=flips).solve(single.pos, single.quat)
+        result = SingleTargetIK(chain, network, plan=SingleTargetPlan(flip_restarts=flips)).solve(single.pos, single.quat)
         rows.append(_row(robot, "SingleTargetIK", name, flips, triples, result))
     return rows
 

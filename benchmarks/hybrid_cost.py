@@ -6,16 +6,16 @@ For each robot, on ``--targets`` reachable targets of the hybrid table (seed 777
 1. flip restarts off, all of a several-answer network's answers ranked by FK before LM;
 2. flip restarts on (:mod:`hik_sim.kinematics.flips`, with whole-turn restarts);
 3. flip restarts on, the first good answer in head order instead of ranking them all
-   (``rank_all_answers=False``: ``hik_sim.solvers.ik.first_good_answers``);
+   (``rank_all_answers=False``: ``hik_sim.solvers.answers.first_good_answers``);
 4. as 3, each random restart turned about the first joint to face its target (``face_restarts=True``,
    not the default);
 5. as 3, a network answer next to one already tried replaced by a random restart
    (``distinct_seeds``): the default where the robot has no fallback network;
 6. where the robot has a ``hybrid_fallback_name`` network (the IRB120), as 3 with that network asked for the
-   targets none of the seed's answers is good for (``HybridIK(fallback=..., fallback_after=False)``),
+   targets none of the seed's answers is good for (``HybridIK(fallback=..., plan=HybridPlan(fallback_after=False))``),
    then as 5 with it asked also for the targets its answers leave short of exact;
 7. as 5 (as 6's last where the robot has a fallback network) with the LM's close-start
-   damping (``LMRefiner(close_damping=CLOSE_DAMPING)``: a start already within 5 mm & 2°, a network's good answer,
+   damping (``LMRefiner(rules=LMRules(close_damping=CLOSE_DAMPING))``: a start already within 5 mm & 2°, a network's good answer,
    begins at λ = 1e-5 instead of 1e-3);
 8. the default: as 7 with the pose table (``table_seeds=TABLE_SEEDS``: a target its first seed leaves
    short of exact runs LM from the 4 configurations of ``hik_sim.solvers.pose_table.PoseTable`` nearest it next) and
@@ -73,7 +73,13 @@ from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
-from hik_sim.solvers.ik import HybridIK, IKResult, LMRefiner, MultistartIK, TableSeededIK, first_good_answers, head_order
+from hik_sim.solvers.answers import first_good_answers, head_order
+from hik_sim.solvers.base import IKResult
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.lm_rules import LMRules
+from hik_sim.solvers.restarts import MultistartIK, TableSeededIK
+from hik_sim.solvers.lm_rules import MAX_ITERATIONS
 
 TAIL = 100
 """Evaluations a target from which it counts as the expensive tail."""
@@ -111,7 +117,17 @@ LM_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("stall 5 % over 4", {"stall_iterations": 4, "stall_progress": 0.05}),
     ("15 iterations, stall 10 % over 4", {"max_iterations": 15, "stall_iterations": 4, "stall_progress": 0.1}),
 )
-"""Settings of the LM that the hybrid and the multistart share (``LMRefiner`` arguments), for ``--lm-variants``."""
+"""Settings of the LM that the hybrid and the multistart share (``LMRefiner``'s ``max_iterations``, ``stop``: the
+:class:`~hik_sim.solvers.lm_rules.LMRules` ``stop_position`` and ``stop_rotation``, and the other ``LMRules`` fields),
+for ``--lm-variants``."""
+
+
+def _refiner(chain: Chain, options: dict[str, Any]) -> LMRefiner:
+    """The LM with ``options`` (an ``LM_VARIANTS`` entry's or ``BEFORE_CLOSE``) in place of its defaults."""
+    rules = {key: value for key, value in options.items() if key not in ("max_iterations", "stop")}
+    if "stop" in options:
+        rules.update(stop_position=options["stop"].position, stop_rotation=options["stop"].rotation)
+    return LMRefiner(chain, max_iterations=options.get("max_iterations", MAX_ITERATIONS), rules=LMRules(**rules))
 
 
 def _row(robot: str, solver: str, seed_network: str, result: IKResult) -> dict[str, Any]:
@@ -159,7 +175,7 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None,
     batch = make_eval_set(chain, TARGET_SEED, targets).batch
     name = hybrid_seed_name(robot)
     network = load_pretrained(robot, name)
-    refiner, before = LMRefiner(chain), LMRefiner(chain, **BEFORE_CLOSE)
+    refiner, before = LMRefiner(chain), _refiner(chain, BEFORE_CLOSE)
     for lm in (refiner, before):
         lm.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed: the compiled LM loads from its cache
     multistart_result = MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)
@@ -168,16 +184,16 @@ def rows_for(robot: str, targets: int, checkpoint: Path | None = None,
     if curves is not None:
         curves[MULTISTART] = multistart_result.function_evals.numpy()
     other = hybrid_fallback_name(robot)
-    solvers = [(label, name, HybridIK(network, before, **options)) for label, options in VARIANTS]
+    solvers = [(label, name, HybridIK(network, before, plan=HybridPlan(**options))) for label, options in VARIANTS]
     fallback = load_hybrid_fallback(robot) if other is not None else None
     if fallback is not None:
         solvers += [(f"hybrid: flips on, first good answer, {other} where no answer is good, random restarts", name,
-                     HybridIK(network, before, fallback=fallback, fallback_after=False, distinct_seeds=0.0, table_seeds=0,
-                              flip_restarts=True)),
+                     HybridIK(network, before, fallback=fallback,
+                              plan=HybridPlan(fallback_after=False, distinct_seeds=0.0, table_seeds=0, flip_restarts=True))),
                     (f"hybrid: flips on, first good answer, {other} where no answer is good or none reaches exact, repeated "
-                     "answers replaced, random restarts", name, HybridIK(network, before, fallback=fallback, table_seeds=0,
-                                                                      flip_restarts=True))]
-    solvers.append((NO_TABLE, name, HybridIK(network, refiner, fallback=fallback, table_seeds=0, flip_restarts=True)))
+                     "answers replaced, random restarts", name, HybridIK(network, before, fallback=fallback,
+                                                                      plan=HybridPlan(table_seeds=0, flip_restarts=True)))]
+    solvers.append((NO_TABLE, name, HybridIK(network, refiner, fallback=fallback, plan=HybridPlan(table_seeds=0, flip_restarts=True))))
     solvers.append((DEFAULT, name, HybridIK(network, refiner, fallback=fallback)))
     solvers.append((TABLE_ONLY, "none", TableSeededIK(refiner)))
     if checkpoint is not None:
@@ -243,7 +259,7 @@ def lm_rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
     fallback = load_hybrid_fallback(robot) if other is not None else None
     rows = []
     for label, options in LM_VARIANTS:
-        refiner = LMRefiner(chain, **options)
+        refiner = _refiner(chain, options)
         refiner.solve(batch.pos[:2], batch.quat[:2])  # warm-up, untimed
         hybrid = HybridIK(network, refiner, fallback=fallback).solve(batch.pos, batch.quat)
         multistart = MultistartIK(refiner, starts=10).solve(batch.pos, batch.quat)

@@ -37,7 +37,8 @@ from hik_sim.kinematics.tolerances import SUCCESS
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import load_pretrained, single_target_seed_name
 from hik_sim.robots import get_robot, robot_names
-from hik_sim.solvers.ik import TABLE_SEEDS, SingleTargetIK
+from hik_sim.solvers.restarts import TABLE_SEEDS
+from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
 SEED = 2030
 """The targets' seed: not a benchmark table's (777, 99, 2024)."""
@@ -57,7 +58,7 @@ def rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
     network = load_pretrained(robot, name)
     rows = []
     for label, options in VARIANTS:
-        solver = SingleTargetIK(chain, network, **options)
+        solver = SingleTargetIK(chain, network, plan=SingleTargetPlan(**options))
         solver.solve_one(batch.pos[0].numpy(), batch.quat[0].numpy())  # warm-up, untimed
         times, evals, met = [], [], []
         for i in range(targets):

@@ -30,7 +30,8 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.kinematics.tolerances import EXACT
-from hik_sim.solvers.ik import HybridIK, LMRefiner
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
 
 SEED = 99
 
@@ -44,7 +45,7 @@ def measure(robot_name: str, targets: int, restarts: int, seed_network: str | No
     seed_network = seed_network or hybrid_seed_name(robot_name)
     network = load_pretrained(robot_name, seed_network)
     fallback = None if fallback_name is None else load_hybrid_fallback(robot_name)
-    solver = HybridIK(network, LMRefiner(chain), restarts=restarts, fallback=fallback)
+    solver = HybridIK(network, LMRefiner(chain), fallback=fallback, plan=HybridPlan(restarts=restarts))
     solver.solve(batch.pos[:2], batch.quat[:2])  # warm-up: the compiled LM's first call
     result = solver.solve(batch.pos, batch.quat)
     lower, upper = chain.limits(torch.float64)

@@ -9,13 +9,30 @@ points, so neither torch nor MuJoCo is imported until an environment is made:
 - ``hik_sim/Reach-v0``, ``hik_sim/Track-v0`` and ``hik_sim/ReachGoal-v0``, which take ``robot=NAME`` or
   ``urdf=PATH, base=LINK, ee=LINK``.
 
-The environments are documented in :mod:`hik_sim.envs`.
+The environments are documented in :mod:`hik_sim.envs`. The public API lives in three subpackages, each importing
+its names on first use (neither torch nor MuJoCo is imported until one that needs them is used):
+``from hik_sim.solvers import make_solver, HybridIK, IKResult``, ``from hik_sim.kinematics import Chain`` and
+``from hik_sim.policies import IKController, load_pretrained``; ``hik_sim.solvers`` and the others are also attributes
+of the package.
 """
 
 from hik_sim.errors import ChainError, HikError, MeshError, UnknownRobotError, UrdfError
 
 __version__ = "0.1.0"
-__all__ = ["ChainError", "HikError", "MeshError", "UnknownRobotError", "UrdfError", "__version__"]
+__all__ = ["ChainError", "HikError", "MeshError", "UnknownRobotError", "UrdfError", "__version__", "kinematics", "policies",
+           "solvers"]
+
+_SUBPACKAGES = ("kinematics", "policies", "solvers")
+"""The public subpackages, imported on first use as attributes (``hik_sim.solvers.make_solver``)."""
+
+
+def __getattr__(name: str) -> object:
+    """A public subpackage, imported on first use (each imports its own names lazily too)."""
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"hik_sim.{name}")
+    raise AttributeError(f"module 'hik_sim' has no attribute {name!r}")
 
 _REACH_STEPS = 250  # 5 s at the default 50 Hz control rate
 _TRACK_STEPS = 500  # 10 s

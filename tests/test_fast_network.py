@@ -266,10 +266,10 @@ def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("variant", ["dense_3answers", "mlp"])
 def test_single_target_ik_seeds_with_the_fast_network(irb120: Chain, variant: str) -> None:
-    from hik_sim.solvers.ik import SingleTargetIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
     network = _tiny(irb120, *TINY[variant])
-    solver = SingleTargetIK(irb120, network, max_iterations=0, restarts=0, flip_restarts=False)  # the answer is the seed itself
+    solver = SingleTargetIK(irb120, network, plan=SingleTargetPlan(max_iterations=0, restarts=0, flip_restarts=False))  # the answer is the seed itself
     assert isinstance(solver.fast_network, FastIKNetwork)
     targets = make_eval_set(irb120, 6, 20).batch
     _, ranked = _reference(network, targets.pos, targets.quat)

@@ -7,9 +7,9 @@ import pytest
 import torch
 from conftest import robot_by_id
 
-from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain
+from hik_sim.learning.data import make_eval_set
 from hik_sim.robots import robot_names
 from hik_sim.solvers.single_target import SingleTargetKinematics, SingleTargetLM
 
@@ -18,8 +18,8 @@ pytest.importorskip("numba")
 
 @pytest.mark.parametrize("robot", robot_names())
 def test_compiled_fk_and_jacobian_match_mujoco(robot: str) -> None:
-    from hik_sim.solvers._lm_numba import fk_jacobian
     from hik_sim.learning.fast_network import _flat_geometry
+    from hik_sim.solvers._lm_numba import fk_jacobian
 
     spec = robot_by_id(robot)
     chain = Chain(spec)
@@ -67,7 +67,7 @@ def test_an_unknown_backend_is_refused() -> None:
 @pytest.mark.parametrize("robot", ["irb120", "g1"])
 def test_batched_lm_backends_agree_and_hold_fixed_joints(robot: str) -> None:
     from hik_sim.learning.data import JointSelection
-    from hik_sim.solvers.ik import LMRefiner
+    from hik_sim.solvers.lm import LMRefiner
 
     chain = Chain(robot_by_id(robot))
     targets = make_eval_set(chain, 22, 200).batch
@@ -94,8 +94,8 @@ def test_a_close_start_begins_at_the_close_damping_on_every_backend() -> None:
     ill-conditioned), the same steps on every backend; a start farther away runs exactly as with the rule off."""
     from hik_sim.kinematics.rotations import position_error, rotation_error
     from hik_sim.kinematics.tolerances import SUCCESS
-    from hik_sim.solvers.ik import LMRefiner
-    from hik_sim.solvers.single_target import CLOSE_DAMPING
+    from hik_sim.solvers.lm import LMRefiner
+    from hik_sim.solvers.lm_rules import CLOSE_DAMPING, LMRules
 
     spec = robot_by_id("irb120")
     chain = Chain(spec)
@@ -112,7 +112,7 @@ def test_a_close_start_begins_at_the_close_damping_on_every_backend() -> None:
     for backend in ("numba", "torch"):
         for close_damping in (CLOSE_DAMPING, None):
             for name, starts in (("near", near), ("far", far)):
-                runs[backend, close_damping, name] = LMRefiner(chain, backend=backend, close_damping=close_damping).solve(
+                runs[backend, close_damping, name] = LMRefiner(chain, backend=backend, rules=LMRules(close_damping=close_damping)).solve(
                     targets.pos, targets.quat, starts)
     for close_damping in (CLOSE_DAMPING, None):
         for name in ("near", "far"):
@@ -133,6 +133,6 @@ def test_a_close_start_begins_at_the_close_damping_on_every_backend() -> None:
         assert (a.iterations, a.evals, a.jac_evals) == (b.iterations, b.evals, b.jac_evals)
         assert a.iterations == int(batched.iterations[i]) and np.allclose(a.q, batched.q[i].numpy(), atol=1e-9)
     with pytest.raises(HikError, match="close_damping must be positive"):
-        LMRefiner(chain, close_damping=0.0)
+        LMRefiner(chain, rules=LMRules(close_damping=0.0))
     with pytest.raises(HikError, match="close_damping must be positive"):
         SingleTargetLM(spec, close_damping=-1.0)

@@ -13,9 +13,11 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import JointSelection, make_eval_set
-from hik_sim.solvers.ik import HybridIK, LMRefiner, TableSeededIK, _Added, _Choice, _random_configurations, _restarts, restart_rng
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
 from hik_sim.solvers.pose_table import SEARCH_EPS, PoseTable
 from hik_sim.solvers.registry import make_solver
+from hik_sim.solvers.restarts import TableSeededIK, _Added, _Choice, _random_configurations, _restarts, restart_rng
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +120,7 @@ def test_bad_sizes_and_counts_are_refused(irb120: Chain) -> None:
     assert isinstance(hybrid, HybridIK)
     for seeds, after in ((-1, 1), (4, 0)):
         with pytest.raises(HikError, match="table_seeds"):
-            HybridIK(hybrid.network, hybrid.refiner, table_seeds=seeds, table_after=after)
+            HybridIK(hybrid.network, hybrid.refiner, plan=HybridPlan(table_seeds=seeds, table_after=after))
 
 
 class _RecordingRefiner(LMRefiner):
@@ -161,7 +163,7 @@ def test_the_hybrid_with_its_table_reaches_hard_targets_for_fewer_evaluations(ir
     target exact, fewer evaluations a target with the table (measured 9.36 against 11.07), no NaN."""
     hybrid = make_solver("hybrid", "irb120", batched=True)
     assert isinstance(hybrid, HybridIK) and hybrid.table is not None and hybrid.table_seeds == 4
-    plain = HybridIK(hybrid.network, hybrid.refiner, fallback=hybrid.fallback, table_seeds=0)
+    plain = HybridIK(hybrid.network, hybrid.refiner, fallback=hybrid.fallback, plan=HybridPlan(table_seeds=0))
     targets = make_eval_set(irb120, 31, 1000).batch
     with_table, without = hybrid.solve(targets.pos, targets.quat), plain.solve(targets.pos, targets.quat)
     cost = [float((r.fk_evals + r.jac_evals).double().mean()) for r in (with_table, without)]
@@ -188,15 +190,15 @@ def test_the_table_alone_solves_every_target_for_more_evaluations_than_the_hybri
 
 
 def test_the_single_target_solver_runs_the_tables_seeds_after_q_init_and_the_first_answer(irb120: Chain) -> None:
-    """``SingleTargetIK(table_seeds=2)`` on an unreachable target (every run ends short): the starts are ``q_init``, the
+    """``SingleTargetIK(plan=SingleTargetPlan(table_seeds=2))`` on an unreachable target (every run ends short): the starts are ``q_init``, the
     network's first answer, the table's two nearest, then its other answers and random ones, as many runs in all as
     without the table; on 200 reachable targets with the same 5 restarts it solves every target and spends fewer
     evaluations than without."""
     from hik_sim.policies import load_pretrained
-    from hik_sim.solvers.ik import SingleTargetIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
     network = load_pretrained("irb120", "harmoatt_4answers")
-    solver = SingleTargetIK(irb120, network, table_seeds=2, restarts=5)
+    solver = SingleTargetIK(irb120, network, plan=SingleTargetPlan(table_seeds=2, restarts=5))
     default = SingleTargetIK(irb120, network)
     assert default.table is not None and default.table_seeds == 4 and default.flips is None  # flip restarts off by default
     starts: list[np.ndarray] = []
@@ -219,6 +221,6 @@ def test_the_single_target_solver_runs_the_tables_seeds_after_q_init_and_the_fir
     np.testing.assert_allclose(np.stack(starts[4:7]), np.stack(answers[1:4]))
     targets = make_eval_set(irb120, 41, 200).batch
     with_table = solver.solve(targets.pos, targets.quat)
-    without = SingleTargetIK(irb120, network, restarts=5, table_seeds=0).solve(targets.pos, targets.quat)
+    without = SingleTargetIK(irb120, network, plan=SingleTargetPlan(restarts=5, table_seeds=0)).solve(targets.pos, targets.quat)
     assert bool(with_table.success.all()) and int(with_table.success.sum()) >= int(without.success.sum())
     assert float(with_table.function_evals.double().mean()) < float(without.function_evals.double().mean())

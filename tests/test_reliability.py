@@ -448,13 +448,17 @@ def solvers() -> dict[str, object]:
     from hik_sim.kinematics.chain import Chain
     from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
-    from hik_sim.solvers.ik import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK
+    from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+    from hik_sim.solvers.lm import LMRefiner
+    from hik_sim.solvers.neural import NeuralIK
+    from hik_sim.solvers.restarts import MultistartIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
     chain = Chain(get_robot("irb120"))
     one, four = load_pretrained("irb120", "harmoatt"), load_pretrained("irb120", "harmoatt_4answers")
     return {"NeuralIK": NeuralIK(one, chain).solve, "closed_loop": NeuralIK(four, chain, corrections=2).solve,
-            "HybridIK": HybridIK(four, LMRefiner(chain), restarts=1).solve, "MultistartIK": MultistartIK(LMRefiner(chain), starts=2).solve,
-            "LMRefiner": LMRefiner(chain).solve, "SingleTargetIK": SingleTargetIK(chain, four, restarts=1).solve,
+            "HybridIK": HybridIK(four, LMRefiner(chain), plan=HybridPlan(restarts=1)).solve, "MultistartIK": MultistartIK(LMRefiner(chain), starts=2).solve,
+            "LMRefiner": LMRefiner(chain).solve, "SingleTargetIK": SingleTargetIK(chain, four, plan=SingleTargetPlan(restarts=1)).solve,
             "network.solve": one.solve, "network.solve_all": four.solve_all, "chain": chain}
 
 
@@ -512,7 +516,13 @@ def _solver_constructions() -> list:
         return load_pretrained(robot, name)
 
     from hik_sim.kinematics.chain import Chain
-    from hik_sim.solvers.ik import HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance
+    from hik_sim.kinematics.tolerances import Tolerance
+    from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+    from hik_sim.solvers.lm import LMRefiner
+    from hik_sim.solvers.lm_rules import LMRules
+    from hik_sim.solvers.neural import NeuralIK
+    from hik_sim.solvers.restarts import MultistartIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK
 
     def _dm_control():  # noqa: ANN202
         from hik_sim.evaluation.evaluate import build_policy
@@ -524,10 +534,10 @@ def _solver_constructions() -> list:
         ("Tolerance(-1 m)", lambda: Tolerance(-1.0), HikError, r"tolerances must be positive"),
         ("Tolerance(NaN)", lambda: Tolerance(0.005, math.nan), HikError, r"tolerances must be positive"),
         ("LMRefiner(max_iterations=0)", lambda: LMRefiner(chain(), max_iterations=0), HikError, r"max_iterations must be >= 1"),
-        ("LMRefiner(damping=NaN)", lambda: LMRefiner(chain(), damping=math.nan), HikError, r"damping positive"),
+        ("LMRules(damping=NaN)", lambda: LMRefiner(chain(), rules=LMRules(damping=math.nan)), HikError, r"damping must be positive"),
         ("MultistartIK(starts=0)", lambda: MultistartIK(LMRefiner(chain()), starts=0), HikError, r"starts must be at least 1, got 0"),
         ("NeuralIK(corrections=-1)", lambda: NeuralIK(network(), chain(), corrections=-1), HikError, r"corrections must be >= 0"),
-        ("HybridIK(restarts=-1)", lambda: HybridIK(network(), LMRefiner(chain()), restarts=-1), HikError, r"restarts must be >= 0"),
+        ("HybridPlan(restarts=-1)", lambda: HybridIK(network(), LMRefiner(chain()), plan=HybridPlan(restarts=-1)), HikError, r"restarts must be >= 0"),
         ("NeuralIK(g1 network, irb120 chain)", lambda: NeuralIK(network("g1"), chain()), SolverError,
          r"the network does not fit the chain of robot 'irb120': its joints are \['left_shoulder_pitch_joint'"),
         ("HybridIK(irb120 network, g1 chain)", lambda: HybridIK(network(), LMRefiner(chain("g1"))), SolverError, r"does not fit the chain of robot 'g1'"),

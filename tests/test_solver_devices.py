@@ -20,7 +20,10 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot
-from hik_sim.solvers.ik import HybridIK, LMRefiner, NeuralIK, SingleTargetIK
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.neural import NeuralIK
+from hik_sim.solvers.single_target_ik import SingleTargetIK
 
 
 class AcceleratorTensor(torch.Tensor):
@@ -77,7 +80,7 @@ def test_solvers_copy_the_network_output_to_the_cpu(setup: tuple[Chain, IKNetwor
     chain, network, goal = setup
     device = on_accelerator(network)
     for make in (lambda net: SingleTargetIK(chain, net), lambda net: NeuralIK(net, chain),
-                 lambda net: HybridIK(net, LMRefiner(chain), restarts=2)):
+                 lambda net: HybridIK(net, LMRefiner(chain), plan=HybridPlan(restarts=2))):
         expected, got = make(network).solve(goal.pos, goal.quat), make(device).solve(goal.pos, goal.quat)
         assert torch.equal(got.q, expected.q) and torch.equal(got.success, expected.success)
     single, plain = SingleTargetIK(chain, device), SingleTargetIK(chain, network)
@@ -90,7 +93,7 @@ def test_solvers_copy_the_network_output_to_the_cpu(setup: tuple[Chain, IKNetwor
 def test_solvers_on_a_cuda_network(setup: tuple[Chain, IKNetwork, Any]) -> None:
     chain, network, goal = setup
     cuda = copy.deepcopy(network).to("cuda")
-    for solver in (SingleTargetIK(chain, cuda), NeuralIK(cuda, chain), HybridIK(cuda, LMRefiner(chain), restarts=2)):
+    for solver in (SingleTargetIK(chain, cuda), NeuralIK(cuda, chain), HybridIK(cuda, LMRefiner(chain), plan=HybridPlan(restarts=2))):
         result = solver.solve(goal.pos, goal.quat)
         assert result.q.device.type == "cpu" and result.q.shape == (6, chain.dof)
     assert SingleTargetIK(chain, cuda).solve_one(goal.pos[0], goal.quat[0]).success.all()

@@ -10,17 +10,29 @@ import pytest
 import torch
 from conftest import ALL_ROBOTS, robot_by_id, user_robot
 
-from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError, SolverError
 from hik_sim.kinematics.chain import Chain
-from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path,
-                              single_target_seed_name)
-from hik_sim.robots import get_robot
-from hik_sim.solvers.registry import (NETWORK_FREE_NAMES, SEEDED_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError,
-                                     make_solver, shipped_networks, solver_names)
 from hik_sim.kinematics.symmetry import FirstJointSymmetry
-from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, DmControlIK, HybridIK,
-                             IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, SingleTargetSolver, _merge)
+from hik_sim.learning.data import make_eval_set
+from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_pretrained, pretrained_path, single_target_seed_name
+from hik_sim.robots import get_robot
+from hik_sim.solvers.base import IKResult, IKSolver, SingleTargetSolver, _merge
+from hik_sim.solvers.dm_control import DmControlIK
+from hik_sim.solvers.hybrid import HybridIK
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.neural import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_NEAREST_FIRST, NeuralIK
+from hik_sim.solvers.registry import (
+    NETWORK_FREE_NAMES,
+    SEEDED_NAMES,
+    SOLVER_NAMES,
+    NetworkNotShippedError,
+    UnknownSolverError,
+    make_solver,
+    shipped_networks,
+    solver_names,
+)
+from hik_sim.solvers.restarts import MultistartIK
+from hik_sim.solvers.single_target_ik import SingleTargetIK
 
 # dm_control builds the robot's whole scene: every robot's is built by the slow test below
 FAST_DM_CONTROL = ("irb120", "user_arm")

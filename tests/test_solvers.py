@@ -10,18 +10,23 @@ import pytest
 import torch
 from conftest import robot_by_id
 
-from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain
+from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.kinematics.tolerances import EXACT, REPORT_TOLERANCES, SUCCESS, Tolerance
+from hik_sim.learning.data import JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.kinematics.flips import JointFlips
+from hik_sim.solvers.answers import _first_good, first_good_answers, head_order
+from hik_sim.solvers.base import check_targets, rotation_residual
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.lm_rules import LMRules
+from hik_sim.solvers.neural import NeuralIK
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import DISTINCT_SEEDS, _Added, _Choice, _first_good, _random_configurations, _restarts
-from hik_sim.solvers.ik import (REPORT_TOLERANCES, HybridIK, LMRefiner, MultistartIK, NeuralIK, SingleTargetIK, Tolerance,
-                                check_targets, first_good_answers, head_order, restart_rng, rotation_residual)
-from hik_sim.kinematics.tolerances import EXACT, SUCCESS
+from hik_sim.solvers.restarts import DISTINCT_SEEDS, MultistartIK, _Added, _Choice, _random_configurations, _restarts, restart_rng
+from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +139,7 @@ def test_single_target_restarts_never_replay_an_environment_goal(irb120: Chain) 
     lower, upper = np.asarray(irb120.robot.lower), np.asarray(irb120.robot.upper)
     goal_q = np.random.default_rng(0).uniform(lower, upper)  # the goal of `env.reset(seed=0)`
     goal = irb120.fk(torch.from_numpy(goal_q)[None])
-    solver = SingleTargetIK(irb120, max_iterations=1, restarts=1, seed=0, table_seeds=0)  # home, then one random seed, one step each
+    solver = SingleTargetIK(irb120, plan=SingleTargetPlan(max_iterations=1, restarts=1, table_seeds=0), seed=0)  # home, then one random seed, one step each
     result = solver.solve_one(goal.pos[0], goal.quat[0], q_init=np.asarray(irb120.robot.home))
     assert not bool(result.success) and not np.allclose(result.q[0].numpy(), goal_q)
 
@@ -151,7 +156,7 @@ def test_neural_and_hybrid_solvers(irb120: Chain, tiny_network) -> None:  # noqa
     targets = make_eval_set(irb120, 7, 100).batch
     neural = NeuralIK(tiny_network, irb120).solve(targets.pos, targets.quat)
     assert (neural.fk_evals == 0).all() and _in_limits(irb120, neural.q)
-    hybrid = HybridIK(tiny_network, LMRefiner(irb120), restarts=9).solve(targets.pos, targets.quat)
+    hybrid = HybridIK(tiny_network, LMRefiner(irb120), plan=HybridPlan(restarts=9)).solve(targets.pos, targets.quat)
     assert hybrid.success.float().mean() >= 0.95
     assert _in_limits(irb120, hybrid.q)
     # q_init near the answer: solved from there, in few iterations, staying on that branch
@@ -223,7 +228,7 @@ def test_rotation_residual_is_the_axis_angle() -> None:
 
 
 def test_single_target_path_tracks_without_branch_jumps(irb120: Chain, tiny_network) -> None:  # noqa: ANN001
-    from hik_sim.solvers.ik import SingleTargetIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK
 
     solver = SingleTargetIK(irb120, tiny_network)
     targets = make_eval_set(irb120, 8, 30).batch
@@ -246,7 +251,7 @@ def test_single_target_path_tracks_without_branch_jumps(irb120: Chain, tiny_netw
 
 def test_dm_control_peer_reports_its_limit_violations(irb120: Chain) -> None:
     from hik_sim.sim import build_scene
-    from hik_sim.solvers.ik import DmControlIK
+    from hik_sim.solvers.dm_control import DmControlIK
 
     targets = make_eval_set(irb120, 9, 20).batch
     result = DmControlIK(build_scene(irb120.robot)).solve(targets.pos, targets.quat)
@@ -328,7 +333,7 @@ def test_multistart_and_single_target_lm_start_from_q_init_and_stay_on_its_branc
     chain = irb120
     targets = make_eval_set(chain, 11, 40).batch
     near = chain.clamp(targets.q + 0.02)
-    for solver in (MultistartIK(LMRefiner(chain), starts=10), SingleTargetIK(chain, restarts=9)):
+    for solver in (MultistartIK(LMRefiner(chain), starts=10), SingleTargetIK(chain, plan=SingleTargetPlan(restarts=9))):
         result = solver.solve(targets.pos, targets.quat, q_init=near)
         assert bool(result.success.all())
         assert (result.q - targets.q).abs().max() < 0.1, type(solver).__name__
@@ -419,15 +424,15 @@ def test_hybrid_counts_the_fk_that_orders_a_networks_answers(irb120: Chain) -> N
                          eval_size=32, eval_every=5, normalizer_samples=1000, device="cpu")
     three = train(robot_by_id("irb120"), config, progress=False).network
     targets = make_eval_set(irb120, 12, 30).batch
-    with_choice = HybridIK(three, LMRefiner(irb120), restarts=0, flip_restarts=False,
-                           rank_all_answers=True).solve(targets.pos, targets.quat)
+    with_choice = HybridIK(three, LMRefiner(irb120),
+                           plan=HybridPlan(restarts=0, flip_restarts=False, rank_all_answers=True)).solve(targets.pos, targets.quat)
     # the same LM run from the same first answer, seeded by hand: 3 fewer FK per target
     seeds = irb120.clamp(three.solve_all(targets.pos, targets.quat).double())[:, 0]
     plain = LMRefiner(irb120).solve(targets.pos, targets.quat, seeds)
     assert torch.equal(with_choice.fk_evals, plain.fk_evals + 3)
     assert torch.equal(with_choice.jac_evals, plain.jac_evals)
     # the first good answer (the default): the FK of the answers it checked, and LM from the one it took
-    solver = HybridIK(three, LMRefiner(irb120), restarts=0, flip_restarts=False)
+    solver = HybridIK(three, LMRefiner(irb120), plan=HybridPlan(restarts=0, flip_restarts=False))
     lazy = solver.solve(targets.pos, targets.quat)
     answers = irb120.clamp(three.candidates(targets.pos, targets.quat).double())
     seeds, checked = first_good_answers(irb120, answers, targets.pos, targets.quat, solver.head_order, SUCCESS)
@@ -575,7 +580,7 @@ def test_the_head_order_puts_first_the_head_most_often_best_on_unseen_targets(na
     best = network.rank(answers, targets.pos.float(), targets.quat.float())[:, 0]
     counts = torch.bincount(best, minlength=network.hypotheses)
     assert int(counts.argmax()) == order[0] and int(counts[order[0]]) > 0.4 * len(best)
-    ranked, first_good = (HybridIK(network, LMRefiner(chain), rank_all_answers=flag).solve(targets.pos, targets.quat)
+    ranked, first_good = (HybridIK(network, LMRefiner(chain), plan=HybridPlan(rank_all_answers=flag)).solve(targets.pos, targets.quat)
                           for flag in (True, False))
     assert int(first_good.success.sum()) >= int(ranked.success.sum()) >= 599 and _in_limits(chain, first_good.q)
     assert float(EXACT.met(first_good.pos_err, first_good.rot_err).float().mean()) >= \
@@ -609,7 +614,7 @@ def test_a_fallback_network_seeds_the_targets_none_of_the_networks_answers_is_go
                                            chain.clamp(fallback.solve(targets.pos[~good], targets.quat[~good]).double()))
     assert bool((result.fk_evals[~good] >= 4 + from_fallback.fk_evals).all())  # the network's 4 answers checked, then LM
     with pytest.raises(HikError, match="fallback network"):
-        HybridIK(network, refiner, fallback=fallback, rank_all_answers=True)
+        HybridIK(network, refiner, fallback=fallback, plan=HybridPlan(rank_all_answers=True))
 
 
 def test_the_network_alone_is_not_charged_for_the_fk_that_reports_its_errors(irb120: Chain, tiny_network,  # noqa: ANN001
@@ -685,7 +690,7 @@ def test_a_stalled_lm_stops_early_and_stays_finite_inside_the_limits(irb120: Cha
     quat = torch.nn.functional.normalize(torch.randn(20, 4, generator=generator, dtype=torch.float64), dim=-1)
     for backend in ("numba", "torch"):
         stalling = LMRefiner(irb120, backend=backend).solve(far, quat)
-        patient = LMRefiner(irb120, backend=backend, stall_iterations=0).solve(far, quat)
+        patient = LMRefiner(irb120, backend=backend, rules=LMRules(stall_iterations=0)).solve(far, quat)
         assert bool((patient.iterations == 30).all()) and stalling.iterations.float().mean() < 20
         assert torch.isfinite(stalling.q).all() and _in_limits(irb120, stalling.q)
         assert not bool(stalling.success.any())
@@ -694,7 +699,7 @@ def test_a_stalled_lm_stops_early_and_stays_finite_inside_the_limits(irb120: Cha
         start_cost = (home.pos - far).norm(dim=-1) ** 2 + (0.2 * rotation_residual(home.quat, quat).norm(dim=-1)) ** 2
         assert bool((stalling.pos_err ** 2 + (0.2 * stalling.rot_err) ** 2 <= start_cost + 1e-9).all())
     with pytest.raises(HikError, match="stall_progress"):
-        LMRefiner(irb120, stall_progress=1.0)
+        LMRefiner(irb120, rules=LMRules(stall_progress=1.0))
 
 
 def test_limit_pinned_targets_are_solved_without_nan_or_limit_violations(irb120: Chain) -> None:
@@ -718,9 +723,9 @@ def test_hybrid_restarts_only_targets_short_of_exact(irb120: Chain, monkeypatch:
     far = make_eval_set(irb120, 15, 5).batch  # these need random restarts
     pos, quat = torch.cat((near.pos, far.pos)), torch.cat((near.quat, far.quat))
     rows = _count_lm_batches(monkeypatch)
-    few = HybridIK(network, LMRefiner(irb120), restarts=1).solve(pos, quat)
+    few = HybridIK(network, LMRefiner(irb120), plan=HybridPlan(restarts=1)).solve(pos, quat)
     rows.clear()
-    many = HybridIK(network, LMRefiner(irb120), restarts=49).solve(pos, quat)
+    many = HybridIK(network, LMRefiner(irb120), plan=HybridPlan(restarts=49)).solve(pos, quat)
     # the three near targets end exact after their first LM run and cost the same whatever the budget
     assert bool(many.success_at(REPORT_TOLERANCES["0.1mm_0.1deg"])[:3].all())
     assert torch.equal(few.function_evals[:3], many.function_evals[:3])
@@ -732,7 +737,8 @@ def test_hybrid_restarts_only_targets_short_of_exact(irb120: Chain, monkeypatch:
 @pytest.mark.parametrize("robot_name", ["irb120", "g1"])
 def test_the_shipped_hybrid_solves_reachable_targets_exactly_at_a_bounded_cost(robot_name: str) -> None:
     from hik_sim.policies import hybrid_seed_name, load_pretrained
-    from hik_sim.solvers.ik import RESTARTS, SINGLE_TARGET_RESTARTS
+    from hik_sim.solvers.restarts import RESTARTS
+    from hik_sim.solvers.single_target_ik import SINGLE_TARGET_RESTARTS
 
     chain = Chain(robot_by_id(robot_name))
     targets = make_eval_set(chain, 99, 400).batch
@@ -868,7 +874,8 @@ def test_absent_answers_are_skipped_by_the_choice_and_the_restarts() -> None:
     """Targets with fewer answers than others (a behind_turn network's second set exists only beyond joint 1's range)
     carry NaN rows: the first-good choice never evaluates or counts them (both backends alike) and puts them last, and
     the restarts idle on them instead of running LM from NaN."""
-    from hik_sim.solvers.ik import _first_good, _restarts, restart_rng
+    from hik_sim.solvers.answers import _first_good
+    from hik_sim.solvers.restarts import _restarts, restart_rng
 
     chain = Chain(robot_by_id("irb120"))
     batch = make_eval_set(chain, 41, 60).batch
@@ -920,12 +927,12 @@ def test_a_targets_hybrid_answer_does_not_depend_on_the_rest_of_its_batch(robot:
     of each target come from its own stream. The shipped hybrid (with the IRB120's fallback network) first, then one
     without table seeds whose seed network is the MLP seed, so that many targets reach the random restarts."""
     from hik_sim.policies import load_pretrained
-    from hik_sim.solvers.ik import TargetStreams
+    from hik_sim.solvers.restarts import TargetStreams
 
     chain = Chain(robot_by_id(robot))
     targets = make_eval_set(chain, 4242, 80)
     pos, quat = targets.batch.pos, targets.batch.quat
-    weak = HybridIK(load_pretrained(robot, "mlp_seed"), LMRefiner(chain), table_seeds=0)
+    weak = HybridIK(load_pretrained(robot, "mlp_seed"), LMRefiner(chain), plan=HybridPlan(table_seeds=0))
     for solver in (make_solver("hybrid", robot, batched=True), weak):
         batch = solver.solve(pos, quat)
         hardest = batch.fk_evals.argsort(descending=True)[:4].tolist()

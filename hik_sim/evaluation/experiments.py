@@ -35,7 +35,12 @@ from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import hybrid_seed_name, load_pretrained, pretrained_names
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers.registry import make_solver
-from hik_sim.solvers.ik import REPORT_TOLERANCES, HybridIK, IKResult, IKSolver, LMRefiner, MultistartIK, NeuralIK, TableSeededIK
+from hik_sim.kinematics.tolerances import REPORT_TOLERANCES
+from hik_sim.solvers.base import IKResult, IKSolver
+from hik_sim.solvers.hybrid import HybridIK, HybridPlan
+from hik_sim.solvers.lm import LMRefiner
+from hik_sim.solvers.neural import NeuralIK
+from hik_sim.solvers.restarts import MultistartIK, TableSeededIK
 from hik_sim.evaluation.metrics import evaluate_network
 
 __all__ = ["TEST_SEED", "TARGET_SEED", "PAPER_IRB120", "PAPER_HARMOATT", "PAPER_HYBRID", "PAPER_MULTISTART", "ONE_BRANCH_HYBRID",
@@ -182,7 +187,7 @@ TABLE_LM = "table → LM (no network: the hybrid's pose table, LM and restarts)"
 def paper_hybrid(network: IKNetwork, refiner: LMRefiner) -> HybridIK:
     """The hybrid-IK paper's hybrid: the network's one answer → LM, nothing after it (no restarts, and
     none of our flip restarts, which ``HybridIK`` offers)."""
-    return HybridIK(network, refiner, restarts=0, flip_restarts=False)
+    return HybridIK(network, refiner, plan=HybridPlan(restarts=0, flip_restarts=False))
 
 
 def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dict[str, Any]:

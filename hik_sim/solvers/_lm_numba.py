@@ -9,7 +9,7 @@ weight), the Gauss–Newton step damped by λ·(diag(JᵀJ) + 1e-9) and bounded 
 at a limit that the step would push beyond it is held, its row and column dropped, and the step
 solved again for the others), every trial projected onto the joint limits, λ starting at ``damping``
 (at ``close_damping`` for a seed already within the close tolerance:
-:data:`hik_sim.solvers.single_target.CLOSE_DAMPING`), ÷ 3 after an accepted trial and × 4 after a
+:data:`hik_sim.solvers.lm_rules.CLOSE_DAMPING`), ÷ 3 after an accepted trial and × 4 after a
 rejected one, stop once within the stop thresholds or once stalled (the cost above ``stall_ratio``
 times its value ``stall_window`` iterations before). FK is evaluated at every
 trial, the Jacobian only where a step starts from (the seed, and an accepted trial that is neither
@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from hik_sim.kinematics._flat_chain_numba import GEOMETRY_STRIDE, rodrigues
+from hik_sim.learning._fast_numba import GEOMETRY_STRIDE, rodrigues
 
 __all__ = ["fk_jacobian", "first_good_batch", "lm_refine", "lm_refine_batch", "lm_restarts_batch"]
 
@@ -307,7 +307,7 @@ def lm_restarts_batch(G, lower, upper, free, target_pos, target_quat, seeds, rot
     [rad] below ``finish_rotation`` (−inf: every seed runs). ``best_q`` (B, n), ``best_pos_err`` (B,) and
     ``best_rot_err`` (B,) hold the best answer so far and its errors (inf where there is none yet), updated in
     place; best: least position + ``rotation_weight`` × rotation error, as
-    :func:`hik_sim.solvers.ik._restarts` keeps it. Written, each (B,) int64: ``out_runs`` the seeds run,
+    :func:`hik_sim.solvers.restarts._restarts` keeps it. Written, each (B,) int64: ``out_runs`` the seeds run,
     ``out_iterations`` their LM iterations, ``out_fk_evals`` and ``out_jac_evals`` their FK (each seed's
     counted) and Jacobian evaluations. The other arguments are :func:`lm_refine_batch`'s.
     """

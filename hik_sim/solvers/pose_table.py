@@ -10,7 +10,7 @@ matrix (9 entries) scaled by ``rotation_weight / √2``, so that the distance be
 2√2·sin(θ/2)); the weight is the LM's (0.2 m a radian), so "near" means what the LM's cost means.
 Its FK is spent once, when the table is built (with the solver, as a network is loaded with it: 0.3 s for
 100,000 configurations; a table of the same chain, selection, size and seed is built once a process), as a
-network's training FK is, not in the solves it seeds: :class:`~hik_sim.solvers.ik.HybridIK` counts the LM runs
+network's training FK is, not in the solves it seeds: :class:`~hik_sim.solvers.hybrid.HybridIK` counts the LM runs
 from the seeds, not the table.
 
 Measured (815 IRB120 validation targets that neither of the hybrid's networks has an answer
@@ -49,7 +49,7 @@ same evaluations (the hybrid's IRB120 8.126 against 8.125 a target, the Panda 11
 against 11.52); 1.0 is 4.6× faster but cost the G1 (11.89, one target short of exact)."""
 
 TABLE_STREAM = 0x7AB1E5
-"""The spawn key of :func:`table_rng`'s stream (the restarts' is :data:`hik_sim.solvers.ik.RESTART_STREAM`)."""
+"""The spawn key of :func:`table_rng`'s stream (the restarts' is :data:`hik_sim.solvers.restarts.RESTART_STREAM`)."""
 
 
 def table_rng(seed: int) -> np.random.Generator:
@@ -106,7 +106,7 @@ class PoseTable:
         import) is imported here rather than with the solvers."""
         from scipy.spatial import cKDTree
 
-        from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
+        from hik_sim.learning.fast_network import _flat_geometry
 
         chain = self.chain
         key = (hashlib.sha256(_flat_geometry(chain.geometry).tobytes()).hexdigest(), tuple(chain.robot.lower), tuple(chain.robot.upper),

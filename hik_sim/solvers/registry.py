@@ -4,20 +4,20 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 ``harmoatt_4answers`` on the IRB120), or a checkpoint path (``.pt``):
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
-  network alone, open loop (:class:`~hik_sim.solvers.ik.NeuralIK`); a checkpoint path likewise.
+  network alone, open loop (:class:`~hik_sim.solvers.neural.NeuralIK`); a checkpoint path likewise.
 - ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`, with the
   answers of :func:`~hik_sim.policies.closed_loop_extra_names` beside its own) closed on its own error by
-  :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
+  :data:`~hik_sim.solvers.neural.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
   a target all of them miss is asked again turned about the first joint (``first_joint_turns``).
-- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.ik.HybridIK` on
+- ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.hybrid.HybridIK` on
   :func:`~hik_sim.policies.hybrid_seed_name`'s network (asking :func:`~hik_sim.policies.hybrid_fallback_name`'s,
   where the robot has one, for the targets none of the seed's answers is good for); one target a call (the controller's path),
-  :class:`~hik_sim.solvers.ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the same
+  :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the same
   HarmoAtt-IK network); ``network="mlp_seed"`` seeds either from the small MLP instead.
-- ``multistart``: :class:`~hik_sim.solvers.ik.MultistartIK`, 10 starts (the current joints first while tracking).
-- ``lm``: :class:`~hik_sim.solvers.ik.SingleTargetIK` without a network (the current joints, then up
+- ``multistart``: :class:`~hik_sim.solvers.restarts.MultistartIK`, 10 starts (the current joints first while tracking).
+- ``lm``: :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` without a network (the current joints, then up
   to 49 random restarts).
-- ``dm_control``: :class:`~hik_sim.solvers.ik.DmControlIK` on the robot's scene.
+- ``dm_control``: :class:`~hik_sim.solvers.dm_control.DmControlIK` on the robot's scene.
 
 ``closed_loop`` and ``hybrid`` take ``network=`` in place of the shipped seed (a robot no network
 is shipped for needs it); ``multistart``, ``lm`` and ``dm_control`` need no network.
@@ -38,7 +38,7 @@ from hik_sim.robots import RobotSpec
 
 if TYPE_CHECKING:
     from hik_sim.learning.network import IKNetwork
-    from hik_sim.solvers.ik import IKSolver
+    from hik_sim.solvers.base import IKSolver
 
 __all__ = ["SOLVER_NAMES", "NETWORK_NAMES", "SEEDED_NAMES", "NETWORK_FREE_NAMES", "BASELINE_NAMES", "UnknownSolverError", "NetworkNotShippedError",
            "make_solver", "solver_names", "shipped_networks", "is_checkpoint", "needs_network"]
@@ -147,12 +147,12 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
             :class:`~hik_sim.learning.network.IKNetwork`, the name of another network shipped for the robot such as
             ``mlp_seed``, or a checkpoint path) in place of the robot's shipped
             seed network; the other names take none.
-        batched: for ``hybrid``: :class:`~hik_sim.solvers.ik.HybridIK` (many targets a call) rather than
-            :class:`~hik_sim.solvers.ik.SingleTargetIK` (one target a call, the controller's path). Every
+        batched: for ``hybrid``: :class:`~hik_sim.solvers.hybrid.HybridIK` (many targets a call) rather than
+            :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` (one target a call, the controller's path). Every
             other name gives the same solver either way.
 
     Returns:
-        An :class:`~hik_sim.solvers.ik.IKSolver`.
+        An :class:`~hik_sim.solvers.base.IKSolver`.
 
     Raises:
         UnknownSolverError: not a solver's name for this robot (a :class:`~hik_sim.errors.SolverError`).
@@ -162,9 +162,13 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     """
     from hik_sim.kinematics.chain import Chain
     from hik_sim.kinematics.symmetry import FirstJointSymmetry
-    from hik_sim.solvers.ik import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_FIRST_JOINT_TURNS,
-                                    CLOSED_LOOP_NEAREST_FIRST, DmControlIK, HybridIK, LMRefiner, MultistartIK, NeuralIK,
-                                    SingleTargetIK)
+    from hik_sim.solvers.dm_control import DmControlIK
+    from hik_sim.solvers.hybrid import HybridIK
+    from hik_sim.solvers.lm import LMRefiner
+    from hik_sim.solvers.neural import (CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, CLOSED_LOOP_FIRST_JOINT_TURNS,
+                                        CLOSED_LOOP_NEAREST_FIRST, NeuralIK)
+    from hik_sim.solvers.restarts import MultistartIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK
 
     spec = _robot(robot)
     if not isinstance(name, (str, Path)):

@@ -17,51 +17,22 @@ import numpy as np
 
 from hik_sim.errors import SolverError
 from hik_sim.kinematics.geometry import ChainGeometry
-from hik_sim.kinematics.tolerances import SUCCESS
 from hik_sim.robots import RobotSpec
+from hik_sim.solvers.lm_rules import (
+    CLOSE_DAMPING,
+    DAMPING,
+    MAX_ITERATIONS,
+    ROTATION_WEIGHT,
+    STALL_ITERATIONS,
+    STALL_PROGRESS,
+    STOP_POSITION,
+    STOP_ROTATION,
+    check_close_damping,
+    check_stall,
+    close_arguments,
+)
 
-__all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer", "STALL_ITERATIONS", "STALL_PROGRESS",
-           "CLOSE_DAMPING", "check_stall", "check_close_damping", "close_arguments"]
-
-STALL_ITERATIONS = 8
-"""The window of the LM's stall test [iterations] (:class:`SingleTargetLM`, :class:`~hik_sim.solvers.ik.LMRefiner`)."""
-STALL_PROGRESS = 0.01
-"""An LM run whose cost fell by less than this fraction over the last :data:`STALL_ITERATIONS`
-iterations has stalled and stops (a local minimum, often with a joint held at a limit)."""
-
-
-CLOSE_DAMPING = 1e-5
-"""The LM's initial damping λ for a start already within the success tolerance (5 mm & 2°: a network's good answer,
-the joints of the step before while tracking); a start farther away begins at the usual ``damping`` (1e-3). Madsen,
-Nielsen & Tingleff's advice for Levenberg–Marquardt ("Methods for non-linear least squares problems", 2004: τ = 1e-6
-for a start believed good, 1e-3 otherwise): near a good start the Gauss–Newton step is trustworthy, and a
-Marquardt-scaled λ of 1e-3 shortens it where JᵀJ is ill-conditioned (the IRB120's arm nearly stretched), so the run
-crawls (λ falls only threefold a step). A random start is almost never that close, so multistart runs as before.
-Chosen on validation targets (seeds 2026 and 2027, 5,000 each, never a benchmark's): the batched hybrid's evaluations
-a target with 1e-4 / 1e-5 / 1e-6 / off: IRB120 (its 148 k network) 9.93 / 9.36 / 9.51 / 10.24, Panda 13.46 /
-13.11 / 13.56 / 13.90, G1 19.58 / 18.80 / 19.49 / 19.59, and 1–4 % fewer on the other robots, the same success
-(development measurements on the hybrid without its pose table)."""
-
-
-def check_close_damping(close_damping: float | None) -> None:
-    """Refuse a close-start damping that cannot work (None: off, every start begins at ``damping``).
-
-    Raises:
-        SolverError: ``close_damping`` neither None nor positive.
-    """
-    if close_damping is not None and not close_damping > 0:
-        raise SolverError(f"close_damping must be positive, or None (off): got {close_damping}")
-
-
-def check_stall(stall_iterations: int, stall_progress: float) -> None:
-    """Refuse a stall test that cannot work.
-
-    Raises:
-        SolverError: ``stall_iterations`` < 0, or ``stall_progress`` outside [0, 1).
-    """
-    if not (isinstance(stall_iterations, int) and stall_iterations >= 0 and 0.0 <= stall_progress < 1.0):
-        raise SolverError(f"stall_iterations must be an int >= 0 and stall_progress in [0, 1), got {stall_iterations!r}, "
-                          f"{stall_progress!r}")
+__all__ = ["SingleTargetKinematics", "SinglePose", "SingleTargetLM", "LMAnswer"]
 
 
 class SinglePose(NamedTuple):
@@ -164,7 +135,7 @@ class LMAnswer(NamedTuple):
 class SingleTargetLM:
     """Levenberg–Marquardt for one target: numpy and MuJoCo's C kinematics, no torch.
 
-    The same method as the batched :class:`hik_sim.solvers.ik.LMRefiner`: a 6-D residual (position
+    The same method as the batched :class:`hik_sim.solvers.lm.LMRefiner`: a 6-D residual (position
     [m]; rotation as an axis-angle vector [rad] times ``rotation_weight`` [m/rad]), Marquardt-scaled
     damping that falls after a successful step and rises after a failed one, steps bounded at
     active joint limits (a joint at a limit that the step would push beyond it is held and the step
@@ -172,7 +143,7 @@ class SingleTargetLM:
     (``stop_position``, ``stop_rotation``) or once stalled (the cost fell by less than
     ``stall_progress`` over the last ``stall_iterations`` iterations: a local minimum, where a
     restart from another seed spends evaluations better); a start already within the success tolerance
-    begins at ``close_damping`` instead of ``damping`` (:data:`CLOSE_DAMPING`). FK is evaluated at every trial, the
+    begins at ``close_damping`` instead of ``damping`` (:data:`~hik_sim.solvers.lm_rules.CLOSE_DAMPING`). FK is evaluated at every trial, the
     Jacobian only where a step starts (the seed, and each accepted trial that is not the last).
 
     Args:
@@ -186,7 +157,7 @@ class SingleTargetLM:
         stall_iterations: the window of the stall test (0: never stop for a stall).
         stall_progress: the fraction of the cost a run must shed over that window to go on.
         close_damping: initial damping of a start within the success tolerance (5 mm & 2°;
-            :data:`CLOSE_DAMPING`; None: every start begins at ``damping``).
+            :data:`~hik_sim.solvers.lm_rules.CLOSE_DAMPING`; None: every start begins at ``damping``).
         backend: ``numba`` (the whole loop compiled, :mod:`hik_sim.solvers._lm_numba`: a few µs an
             iteration; needs the ``fast`` extra), ``mujoco`` (numpy and MuJoCo's C kinematics, tens
             of µs an iteration, Python between them) or ``auto``: numba when it is installed.
@@ -195,14 +166,13 @@ class SingleTargetLM:
         backend: the backend in use.
     """
 
-    def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = 30,
-                 rotation_weight: float = 0.2, damping: float = 1e-3, stop_position: float = 1e-6,
-                 stop_rotation: float = 1e-6, stall_iterations: int = STALL_ITERATIONS, stall_progress: float = STALL_PROGRESS,
+    def __init__(self, robot: RobotSpec, geometry: ChainGeometry | None = None, max_iterations: int = MAX_ITERATIONS,
+                 rotation_weight: float = ROTATION_WEIGHT, damping: float = DAMPING, stop_position: float = STOP_POSITION,
+                 stop_rotation: float = STOP_ROTATION, stall_iterations: int = STALL_ITERATIONS, stall_progress: float = STALL_PROGRESS,
                  backend: str = "auto", close_damping: float | None = CLOSE_DAMPING) -> None:
         import mujoco
 
-        from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
-        from hik_sim.learning.fast_network import numba_available
+        from hik_sim.learning.fast_network import _flat_geometry, numba_available
 
         if backend not in ("auto", "numba", "mujoco"):
             raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
@@ -282,15 +252,6 @@ class SingleTargetLM:
                     and cost > (1 - self.stall_progress) * history[iterations - self.stall_iterations]:
                 break
         return LMAnswer(q, pos_err, rot_err, iterations, fk_evals, jac_evals)
-
-
-def close_arguments(damping: float, close_damping: float | None) -> tuple[float, float, float]:
-    """The compiled LM's close-start arguments (:mod:`hik_sim.solvers._lm_numba`): (initial damping of a start within
-    the success tolerance, that tolerance's position [m] and rotation [rad]); with ``close_damping`` None, a zero
-    tolerance that no start meets."""
-    if close_damping is None:
-        return damping, 0.0, 0.0
-    return close_damping, SUCCESS.position, SUCCESS.rotation
 
 
 def _bounded_step(hessian: np.ndarray, gradient: np.ndarray, lam: float, q: np.ndarray, lower: np.ndarray,
