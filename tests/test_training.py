@@ -444,6 +444,7 @@ def test_a_compiled_training_step_breaks_only_at_the_beta_update() -> None:
     network = IKNetwork("harmoatt", lower, upper, PoseNormalizer.measure(chain, selection, samples=1000), selection,
                         dict(TINY["harmoatt"]), chain)
     loss = CompositeLoss()
+    loss.prepare_for_compile()  # as the trainer does before compiling
 
     def step(pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
         out = network(pos, quat, choose=False)

@@ -183,13 +183,17 @@ class CompositeLoss(nn.Module):
         return torch.where(self.running_error < 0, c.beta_max,
                            (c.beta_kappa * self.running_error).clamp(c.beta_min, c.beta_max))
 
-    @torch.compiler.disable
-    def _observe(self, median: torch.Tensor) -> None:
-        """Fold a batch's median error [units] into the running median.
+    def prepare_for_compile(self) -> None:
+        """Keep :meth:`_observe` out of ``torch.compile`` (call before compiling a step that runs this loss).
 
-        Kept out of ``torch.compile``: in a compiled training step (torch 2.13) this in-place update
-        of the buffer was silently dropped, so β stayed at β_max for the whole run.
+        In a compiled training step (torch 2.13) its in-place update of the buffer was silently dropped, so β stayed
+        at β_max for the whole run. Done here rather than by a decorator: ``torch.compiler.disable`` imports
+        ``torch._dynamo``, several seconds that every process importing this module would pay.
         """
+        self._observe = torch.compiler.disable(self._observe)  # type: ignore[method-assign]
+
+    def _observe(self, median: torch.Tensor) -> None:
+        """Fold a batch's median error [units] into the running median (see :meth:`prepare_for_compile`)."""
         c = self.config
         running = self.running_error * c.beta_momentum + (1 - c.beta_momentum) * median
         self.running_error.copy_(torch.where(self.running_error < 0, median, running))

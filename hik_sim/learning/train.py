@@ -330,6 +330,8 @@ def _train(robot: RobotSpec, config: TrainConfig, out: Path | None, resume: str 
         clock.done(begun, evaluated, elapsed())
         bar.validated(metrics, lr if lr is not None else math.nan)
 
+    if config.compile and isinstance(loss_fn, CompositeLoss):
+        loss_fn.prepare_for_compile()
     step_loss = torch.compile(batch_loss) if config.compile else batch_loss
     terms: LossTerms | None = None
     lr: float | None = None
