@@ -136,11 +136,11 @@ def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tup
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
                     turn_input: bool = False) -> _Parts:
-    """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._fast_numba.harmoatt_forward`); ``turn_input``: its
+    """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._harmoatt_numba.harmoatt_forward`); ``turn_input``: its
     position embedding reads the turn (:class:`_TurnBias`)."""
     from torch import nn
 
-    from hik_sim.learning import _fast_numba
+    from hik_sim.learning import _harmoatt_numba
 
     C, L = int(model.channels), int(model.positions)
     LC = C * L
@@ -225,7 +225,7 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     outputs, joints = head.linear.out_features, head.center.numel()
     width = max(LC, ff_hidden, head_hidden, pos_embed[0].out_features, ori_embed[0].out_features, 2 * C, 2 * L, 4)
     work = np.zeros((9, width))
-    kernel, fused_kernel = _fast_numba.harmoatt_forward, _fast_numba.harmoatt_solve
+    kernel, fused_kernel = _harmoatt_numba.harmoatt_forward, _harmoatt_numba.harmoatt_solve
     N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
 
     def forward(x: np.ndarray) -> np.ndarray:
@@ -237,6 +237,6 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
         out = np.empty(outputs)
         return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
 
-    return _Parts(forward, fused, _ranked_maker(_fast_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
+    return _Parts(forward, fused, _ranked_maker(_harmoatt_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
                                                 outputs // joints),
                   None if turn is None else turn.setter(P[embed_bias:embed_bias + turn.bias.size]))
