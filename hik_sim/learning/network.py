@@ -33,6 +33,8 @@ range and the other does not, the model must answer both alike. With ``turn_inpu
 is given back to the model as (cos, sin) of the azimuth beside the canonical position: its input is
 (canonical position (3), cos, sin, canonical quaternion (4)), 9 wide, and HarmoAtt-IK embeds the
 first five as the position. The answer's first joint is still the canonical one plus the turn.
+``--model-option turn=canonical`` names the three together (``canonical_turn``, ``clamp_in_training``,
+``turn_input``), the recipe of every shipped canonical network.
 
 An arm whose first joint leaves part of the circle out (the IRB120's and the Panda's: 30° and 28°)
 reaches most targets there bent back over its base, the first joint turned by π from facing it: a
