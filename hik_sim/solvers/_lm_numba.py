@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from hik_sim.learning._fast_numba import GEOMETRY_STRIDE, rodrigues
+from hik_sim.kinematics._flat_chain_numba import GEOMETRY_STRIDE, rodrigues
 
 __all__ = ["fk_jacobian", "first_good_batch", "lm_refine", "lm_refine_batch", "lm_restarts_batch"]
 

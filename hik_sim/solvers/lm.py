@@ -210,7 +210,7 @@ class LMRefiner:
 
     def compiled_geometry(self) -> np.ndarray:
         """The chain's flat geometry for the numba kernels (built once; :mod:`hik_sim.solvers._lm_numba`)."""
-        from hik_sim.learning.fast_network import _flat_geometry
+        from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
 
         if self._geometry is None:
             self._geometry = _flat_geometry(self.chain.geometry)

@@ -106,7 +106,7 @@ class PoseTable:
         import) is imported here rather than with the solvers."""
         from scipy.spatial import cKDTree
 
-        from hik_sim.learning.fast_network import _flat_geometry
+        from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
 
         chain = self.chain
         key = (hashlib.sha256(_flat_geometry(chain.geometry).tobytes()).hexdigest(), tuple(chain.robot.lower), tuple(chain.robot.upper),

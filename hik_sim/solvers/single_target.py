@@ -172,7 +172,8 @@ class SingleTargetLM:
                  backend: str = "auto", close_damping: float | None = CLOSE_DAMPING) -> None:
         import mujoco
 
-        from hik_sim.learning.fast_network import _flat_geometry, numba_available
+        from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
+        from hik_sim.learning.fast_network import numba_available
 
         if backend not in ("auto", "numba", "mujoco"):
             raise SolverError(f"unknown LM backend {backend!r}; backends are: auto, numba, mujoco")
