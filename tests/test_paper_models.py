@@ -317,9 +317,9 @@ def test_train_pretrained_has_the_paper_models(tmp_path: Path) -> None:
     assert script.main(argv) == 0
     index = json.loads((out / "index.json").read_text())
     assert set(index) == {"irb120/cycleik", "irb120/regression_q6fixed"}
-    _, card = load_checkpoint(out / "irb120" / "cycleik.pt", get_robot("irb120"))
+    _, card = load_checkpoint(out / "irb120" / "cycleik.safetensors", get_robot("irb120"))
     assert card.config["objective"] == "cycleik" and card.config["lr"] == pytest.approx(2.4e-4)
-    _, card = load_checkpoint(out / "irb120" / "regression_q6fixed.pt", get_robot("irb120"))
+    _, card = load_checkpoint(out / "irb120" / "regression_q6fixed.safetensors", get_robot("irb120"))
     assert card.config["objective"] == "regression" and card.fixed_joints == {"joint_6": 0.0}
 
 
@@ -341,7 +341,7 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     argv = ["--robots", "g1", "--only", "harmoatt_4answers", "--steps", "2", "--batch", "16", "--device", "cpu",
             "--out", str(out), "--summary", str(tmp_path / "summary")]
     assert script.main(argv) == 0
-    network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.pt", get_robot("g1"))
+    network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.safetensors", get_robot("g1"))
     assert network.canonical_turn and network.hypotheses == 4 and 140_000 < card.parameters < 155_000
     from hik_sim.policies import load_pretrained
 

@@ -834,7 +834,7 @@ CHECKPOINT_CORPUS = [
     ("torch tensors only", lambda folder: _saved(folder, "plain.pt", {"weights": torch.zeros(3)}), r"is not a hik_sim checkpoint"),
     ("a pickled exploit beside the weights", _pickled_exploit, r"exploit.pt is not a readable hik_sim checkpoint \(UnpicklingError"),
     ("a pickled exploit alone", _raw_pickle_exploit, r"raw.pt is not a readable hik_sim checkpoint \(UnpicklingError"),
-    ("NaN weights", _with_weight(math.nan), r"weights hold NaN or inf \(model\..*\); the network would answer NaN"),
+    ("NaN weights", _with_weight(math.nan), r"weights hold NaN or inf \(\S+\); the network would answer NaN"),
     ("inf weights", _with_weight(math.inf), r"weights hold NaN or inf"),
     ("empty weights", lambda folder: _saved(folder, "none.pt", _payload() | {"state_dict": {}}),
      r"the weights do not fit the network its card describes"),

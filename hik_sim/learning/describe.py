@@ -16,8 +16,9 @@ __all__ = ["describe_network", "describe_text"]
 def describe_network(kind: str, joints: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Size and attention share of a ``kind`` network with ``joints`` outputs built from ``options``.
 
-    ``turn_input`` is honoured as the network wrapper would (5 position inputs for HarmoAtt-IK, 9 inputs for the
-    MLP); the other wrapper options (``canonical_turn``, ``clamp_in_training``, ``behind_turn``) do not change the model.
+    The network wrapper's options are parsed as :class:`~hik_sim.learning.network.IKNetwork` parses them
+    (:class:`~hik_sim.learning.network_options.NetworkOptions`): ``turn_input`` widens the input, the others do not
+    change the model.
 
     Returns:
         ``{"model", "joints", "options", "parameters", "attention_branch_parameters", "weight_generation_parameters",
@@ -29,11 +30,9 @@ def describe_network(kind: str, joints: int, options: dict[str, Any] | None = No
     import torch
 
     from hik_sim.learning.models import attention_share, build_model, size_options
+    from hik_sim.learning.network_options import NetworkOptions
 
-    model_options = {k: v for k, v in (options or {}).items()
-                     if k not in ("canonical_turn", "clamp_in_training", "turn_input", "behind_turn", "clamp_straight_through")}
-    if (options or {}).get("turn_input"):
-        model_options["position_inputs" if kind == "harmoatt" else "in_features"] = 5 if kind == "harmoatt" else 9
+    _, model_options = NetworkOptions.parse(options, kind)  # the wrapper's options out, the input width turn_input implies in
     model_options = size_options(kind, joints, model_options)
     model = build_model(kind, -torch.ones(joints), torch.ones(joints), **model_options)
     return {"model": kind, "joints": joints, "options": dict(options or {}), **attention_share(model)}

@@ -162,7 +162,7 @@ class TrainConfig:
         if lr is None:
             lr = float(cycleik_settings(self)["lr"] if self.objective == "cycleik" else COMPOSITE_LR)
             object.__setattr__(self, "lr", lr)
-        if self.loss.limit_pull and not dict(self.model_options).get("clamp_in_training"):
+        if self.loss.limit_pull and not _clamps_in_training(dict(self.model_options), self.model):
             raise TrainingError(f"loss limit_pull ({self.loss.limit_pull:g}) pulls a clamp_in_training network's pinned answers "
                                 "back to the limit; add --model-option clamp_in_training=true (with canonical_turn=true) or "
                                 "leave it at 0")
@@ -262,3 +262,10 @@ def best_path(out: str | os.PathLike[str]) -> Path:
     ``.safetensors`` checkpoint, else ``<stem>.best.pt`` (a safetensors file too: the format is read from the file)."""
     out = Path(out)
     return out.with_name(out.stem + ".best" + (".safetensors" if out.suffix == ".safetensors" else ".pt"))
+
+
+def _clamps_in_training(model_options: dict[str, Any], kind: str) -> bool:
+    """Whether the options (the ``turn`` recipe included) make a ``clamp_in_training`` network."""
+    from hik_sim.learning.network_options import NetworkOptions
+
+    return NetworkOptions.parse(model_options, kind)[0].clamp_in_training
