@@ -119,6 +119,7 @@ def test_adaptive_beta_follows_the_errors_inside_a_compiled_step_too(hypotheses:
     target, quat = torch.zeros(256, 3), torch.tensor([[1.0, 0, 0, 0]]).expand(256, 4)
     reached_quat = quat if hypotheses is None else quat[:, None].expand(256, hypotheses, 4)
     eager, compiled = CompositeLoss().train(), CompositeLoss().train()
+    compiled.prepare_for_compile()  # as the trainer does: the running error's in-place update stays eager
     step = torch.compile(lambda pos: compiled(pos, reached_quat, target, quat))
     for scale in (0.02, 0.01, 0.005):  # [m]: 1–4 tolerance units, far below β_max
         pos = (torch.randn(shape, generator=torch.Generator().manual_seed(1)) * scale).requires_grad_(True)
