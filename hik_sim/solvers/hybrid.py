@@ -95,7 +95,7 @@ class HybridIK:
     forearm and wrist), the same pose on the far side of a wrist limit that pinned the run. The
     tracking run from ``q_init`` is not flipped (the arm would swap branches), nor a random restart's.
     Measured on 5,000 IRB120 targets (seed 777): 17.8 evaluations a target against 25.8 without,
-    99.98 % exact either way (docs/benchmarks.md, "Flip restarts"). Such a run that ends held at the
+    99.98 % exact either way (docs/solvers.md). Such a run that ends held at the
     limit of a joint spanning more than a turn (the IRB120's sixth) is also followed by LM from the
     same pose a turn back (:meth:`~hik_sim.kinematics.flips.JointFlips.turn`). With the pose table (below) the
     flips no longer pay, so they are off by default: on 20,000 validation targets with the
@@ -112,7 +112,7 @@ class HybridIK:
     answers is good for start from the fallback's answers (its first good one first), then the
     network's; with ``fallback_after`` (default) the fallback is also asked for the targets whose
     answers were good but left them short of exact, before their random restarts. Measured on
-    validation targets (docs/benchmarks.md): the IRB120 12.55 → 11.63 evaluations a
+    validation targets (docs/solvers.md): the IRB120 12.55 → 11.63 evaluations a
     target with distinct seeds, 11.89 → 11.43 with the fallback asked after; the Panda 15.72 → 14.17
     and the G1 23.72 → 19.56; the same success.
 

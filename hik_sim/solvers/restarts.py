@@ -116,13 +116,13 @@ DISTINCT_SEEDS = 0.5
 already ran LM from for the same target is replaced by a random restart: on the same branch, LM from it would most
 likely end where the earlier run did, short of exact. Chosen on validation targets (seeds 2026 and 2027, 5,000 each,
 never a benchmark's): 0.3–0.8 rad all cut the IRB120's, the Panda's and the G1's evaluations by 8–18 % at the same
-success; the other robots' answers rarely repeat (docs/benchmarks.md)."""
+success; the other robots' answers rarely repeat (docs/solvers.md)."""
 
 RESTARTS = 49
 """Restarts of :class:`HybridIK` and :class:`SingleTargetIK` after a target's first seed leaves it
 short of exact (the network's other answers count). Only such targets take them, so the default
 costs little on the others; ``benchmarks/success_rate.py`` measures the success each budget buys
-(docs/benchmarks.md)."""
+(docs/solvers.md)."""
 
 
 class _Choice(NamedTuple):
