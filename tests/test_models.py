@@ -114,7 +114,7 @@ def test_adaptive_beta_follows_the_error_scale() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("hypotheses", [None, 3])
-def test_adaptive_beta_follows_the_errors_inside_a_compiled_step_too(hypotheses: int | None) -> None:
+def test_adaptive_beta_follows_the_errors_inside_a_compiled_step_too(hypotheses: int | None, needs_inductor: None) -> None:
     shape = (256, 3) if hypotheses is None else (256, hypotheses, 3)
     target, quat = torch.zeros(256, 3), torch.tensor([[1.0, 0, 0, 0]]).expand(256, 4)
     reached_quat = quat if hypotheses is None else quat[:, None].expand(256, hypotheses, 4)

@@ -55,7 +55,7 @@ def test_same_seed_same_weights_on_cpu() -> None:
 
 
 @pytest.mark.slow
-def test_compiled_training_follows_the_eager_run() -> None:
+def test_compiled_training_follows_the_eager_run(needs_inductor: None) -> None:
     eager = train(robot_by_id("irb120"), tiny_config("mlp", steps=20), progress=False)
     compiled = train(robot_by_id("irb120"), tiny_config("mlp", steps=20, compile=True), progress=False)
     assert compiled.card.config["compile"] is True
