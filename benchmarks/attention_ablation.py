@@ -261,6 +261,30 @@ def fusion_use(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {"blocks": len(blocks), "one_branch_blocks": sum(b["one_branch_95"] >= 0.95 for b in blocks)}
 
 
+def _pm(figure: tuple[float, float], digits: int) -> str:
+    mean, half = figure
+    return f"{mean:+.{digits}f}" + ("" if math.isnan(half) else f" ± {half:.{digits}f}")
+
+
+def headline(rows: list[dict[str, Any]]) -> list[str]:
+    """The study's result as the README and docs state it, one line per comparison (control − ``harmoatt``, paired by
+    robot and seed, mean ± 95 % t-interval): the attention removed, CycleIK as published and with our recipe, the MLP;
+    then how often the fusion picks one branch. A test checks that the docs hold these lines verbatim."""
+    differences = paired_differences(rows)
+    names = {"harmoatt_no_attention": "without the attention (same network)", "cycleik": "CycleIK as published",
+             "cycleik_our_recipe": "CycleIK with our recipe", "mlp": "the parameter-matched MLP"}
+    lines = []
+    for arm, words in names.items():
+        if arm in differences:
+            d = differences[arm]
+            lines.append(f"- {words} − HarmoAtt-IK: {_pm(d['pos_mean_mm'], 2)} mm position error, "
+                         f"{_pm(d['success_points'], 1)} points of success (n = {d['n']}, {len(d['robots'])} robots)")
+    use = fusion_use(rows)
+    lines.append(f"- fusion blocks where one branch takes ≥ 95 % of the weight for ≥ 95 % of the targets: "
+                 f"{use['one_branch_blocks']} of {use['blocks']}")
+    return lines
+
+
 def summary(rows: list[dict[str, Any]], minutes: float) -> str:
     """Markdown: per robot × model mean ± 95 % CI over seeds; paired differences against ``harmoatt``; fusion use."""
     lines = [f"# Attention ablation: {minutes:g} calibrated minutes a run, test targets seed {TEST_SEED}", "",
