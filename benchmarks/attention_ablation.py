@@ -166,7 +166,7 @@ def calibrate(robots: list[str], arms: list[str], steps: int, folder: Path, reco
             value = (steps - 1) / max(cpu[2] - cpu[1], 1e-3)
             print(f"  {robot:7s} {arm:28s} {value:7.1f} steps per CPU-second", flush=True)
             record.parent.mkdir(parents=True, exist_ok=True)
-            with open(record.with_suffix(".lock"), "w") as lock:
+            with open(folder / "calibration.lock", "w") as lock:  # beside the runs, not in the record folder
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 done = _load(record).get("steps_per_second", {})
                 done.setdefault(robot, {})[arm] = value
