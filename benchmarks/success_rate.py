@@ -18,13 +18,14 @@ Output: a Markdown table on stdout and ``<out>/success_rate.{md,json}`` (default
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
@@ -58,31 +59,30 @@ def measure(robot_name: str, targets: int, restarts: int, seed_network: str | No
             "limit_violations": int(((result.q < lower) | (result.q > upper)).any(dim=1).sum())}
 
 
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table."""
+    header = ["robot", "seed network", "restarts", "targets", "success 5 mm & 2°", "unsolved", "exact 0.1 mm & 0.1°", "evals / target",
+              "ms / target", "NaN", "limit violations"]
+    cells = [[r["robot"], r["seed_network"], r["restarts"], f"{r['targets']:,}", f"{100 * r['success_5mm_2deg']:.3f} %", r["unsolved"],
+              f"{100 * r['exact_0.1mm_0.1deg']:.3f} %", f"{r['evals_per_target']:.1f}", f"{r['ms_per_target']:.3f}", r["nan"],
+              r["limit_violations"]] for r in rows]
+    return harness.markdown_table(header, cells, "ll" + "r" * 9) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="success_rate", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="*", default=list(robot_names()), choices=list(robot_names()))
-    parser.add_argument("--targets", type=int, default=10_000)
-    parser.add_argument("--restarts", type=int, nargs="*", default=[9, 49])
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, None, nargs="*")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="targets per robot (default 10000)")
+    parser.add_argument("--restarts", type=int, nargs="*", default=[9, 49], help="restart budgets to measure (default 9 49)")
     parser.add_argument("--seed-network", default=None, metavar="NAME",
                         help="a shipped network to seed the hybrid with instead of the robot's hybrid_seed_name")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     rows = [measure(robot, args.targets, restarts, args.seed_network) for robot in args.robots for restarts in args.restarts]
-    lines = ["| robot | seed network | restarts | targets | success 5 mm & 2° | unsolved | exact 0.1 mm & 0.1° | evals / target "
-             "| ms / target | NaN | limit violations |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['robot']} | {r['seed_network']} | {r['restarts']} | {r['targets']:,} | {100 * r['success_5mm_2deg']:.3f} % "
-                     f"| {r['unsolved']} | {100 * r['exact_0.1mm_0.1deg']:.3f} % | {r['evals_per_target']:.1f} | {r['ms_per_target']:.3f} "
-                     f"| {r['nan']} | {r['limit_violations']} |")
-    table = "\n".join(lines) + "\n"
+    table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
     name = "success_rate" if args.targets != 100_000 else "success_rate_100k"
-    (args.out / f"{name}.md").write_text(table)
-    (args.out / f"{name}.json").write_text(json.dumps({"seed": SEED, "rows": rows}, indent=1) + "\n")
+    harness.write_record(args.out, name, {"seed": SEED, "rows": rows}, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
