@@ -18,13 +18,12 @@ Output: a Markdown table on stdout and in ``<out>/shipped_networks.md``, the rec
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED, training_budget
 from hik_sim.kinematics.chain import Chain
@@ -67,25 +66,25 @@ def goal_gap(row: dict[str, Any]) -> str:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| robot | network | model (trunk) | answers | params | budget | steps | pos mean / median [mm] | rot mean / median [°] "
-             "| success 5 mm & 2° | 10 mm & 20° | accuracy goal |",
-             "|---|---|---|---:|---:|---|---:|---|---|---:|---:|---|"]
+    """The table."""
+    header = ["robot", "network", "model (trunk)", "answers", "params", "budget", "steps", "pos mean / median [mm]", "rot mean / median [°]",
+              "success 5 mm & 2°", "10 mm & 20°", "accuracy goal"]
+    cells = []
     for row in rows:
         m, b = row["test"], row["budget"]
         budget = f"{b['value']:g} min" if b["kind"] == "minutes" else f"{row['minutes']:.0f} min ({b['value']:,.0f} steps)"
         model = row["model"] + (f" ({row['trunk']})" if row["trunk"] else "")
-        lines.append(f"| {row['robot']} | {row['name']} | {model} | {row['answers']} | {row['parameters']:,} | {budget} | {row['steps']:,} "
-                     f"| {m['pos_mean_mm']:.2f} / {m['pos_median_mm']:.2f} | {m['rot_mean_deg']:.2f} / {m['rot_median_deg']:.2f} "
-                     f"| {100 * m['success_5mm_2deg']:.1f} % | {100 * m['success_10mm_20deg']:.1f} % | {goal_gap(row)} |")
-    return "\n".join(lines) + "\n"
+        cells.append([row["robot"], row["name"], model, row["answers"], f"{row['parameters']:,}", budget, f"{row['steps']:,}",
+                      f"{m['pos_mean_mm']:.2f} / {m['pos_median_mm']:.2f}", f"{m['rot_mean_deg']:.2f} / {m['rot_median_deg']:.2f}",
+                      f"{100 * m['success_5mm_2deg']:.1f} %", f"{100 * m['success_10mm_20deg']:.1f} %", goal_gap(row)])
+    return harness.markdown_table(header, cells, "lllrrlrllrrl") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="shipped_networks", description=__doc__.splitlines()[0])
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="*", default=None, help="robots (default: every robot with a shipped network)")
     parser.add_argument("--names", nargs="*", default=None, help="networks (default: every shipped one)")
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets per robot (default 10000)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="test targets per robot (default 10000)")
     args = parser.parse_args(argv)
     order = {"harmoatt": 0, "mlp": 1, "cycleik": 2}
     shipped = [name.split("/") for name in pretrained_names()]
@@ -97,12 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure(robot, name, args.targets) for robot, name in wanted]
     table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "shipped_networks.md").write_text(table)
-    (args.out / "shipped_networks.json").write_text(json.dumps({"command": " ".join(["python", "benchmarks/shipped_networks.py", *sys.argv[1:]]),
-                                                                "test_seed": TEST_SEED, "rows": rows}, indent=1) + "\n")
+    harness.write_record(args.out, "shipped_networks", {"test_seed": TEST_SEED, "rows": rows}, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
