@@ -210,9 +210,10 @@ def write_json(path: Path, record: Mapping[str, Any]) -> Path:
     return path
 
 
-def write_record(out: Path, stem: str, record: Mapping[str, Any], markdown: str, info: Mapping[str, Any]) -> tuple[Path, Path]:
+def write_record(out: Path, stem: str, record: Mapping[str, Any], markdown: str, info: Mapping[str, Any],
+                 title: str | None = None) -> tuple[Path, Path]:
     """Write a run's record: ``<out>/<stem>.json`` (``{"provenance": info, **record}``) and ``<out>/<stem>.md`` (the
-    provenance line, then ``markdown``); say so on stderr.
+    ``# title`` if given, the provenance line, then ``markdown``); say so on stderr.
 
     Returns:
         The JSON's and the Markdown's paths.
@@ -221,7 +222,8 @@ def write_record(out: Path, stem: str, record: Mapping[str, Any], markdown: str,
         raise HikError(f"the record of {stem} has its own 'provenance' key; the provenance block goes in as info")
     json_path = write_json(out / f"{stem}.json", {"provenance": dict(info), **record})
     md_path = out / f"{stem}.md"
-    md_path.write_text(provenance_line(info) + "\n\n" + markdown.rstrip("\n") + "\n", encoding="utf-8")
+    head = "" if title is None else f"# {title}\n\n"
+    md_path.write_text(head + provenance_line(info) + "\n\n" + markdown.rstrip("\n") + "\n", encoding="utf-8")
     print(f"wrote {json_path} and {md_path}", file=sys.stderr)
     return json_path, md_path
 

@@ -86,6 +86,8 @@ def test_write_record_puts_the_provenance_first_in_both_files(harness: ModuleTyp
     assert list(record) == ["provenance", "rows"] and record["provenance"] == info and record["rows"] == [{"a": 1}]
     assert md_path.read_text() == harness.provenance_line(info) + "\n\n| a |\n|---|\n| 1 |\n"
     assert str(json_path) in capsys.readouterr().err
+    _, md_path = harness.write_record(tmp_path, "titled", {}, "text", info, title="What it measures")
+    assert md_path.read_text() == f"# What it measures\n\n{harness.provenance_line(info)}\n\ntext\n"
     with pytest.raises(HikError, match="provenance"):
         harness.write_record(tmp_path, "some", {"provenance": {}}, "", info)
 
