@@ -72,19 +72,19 @@ def add_robot(parser: argparse.ArgumentParser, default: str = "irb120") -> None:
                         help=f"registered robot: {', '.join(robot_names())} (default {default})")
 
 
-def add_robots(parser: argparse.ArgumentParser, default: Sequence[str] | None, *, nargs: str = "+", help: str | None = None) -> None:
-    """``--robots NAME ...``: registered robots (``default`` ``None``: every registered robot)."""
+def add_robots(parser: argparse.ArgumentParser, default: Sequence[str] | None, *, nargs: str = "+", text: str | None = None) -> None:
+    """``--robots NAME ...``: registered robots (``default`` ``None``: every registered robot; ``text``: the help)."""
     from hik_sim.robots import robot_names
 
     names = list(robot_names())
     told = "every registered robot" if default is None else " ".join(default)
     parser.add_argument("--robots", nargs=nargs, default=names if default is None else list(default), choices=names, metavar="NAME",
-                        help=help or f"registered robots: {', '.join(names)} (default {told})")
+                        help=text or f"registered robots: {', '.join(names)} (default {told})")
 
 
-def add_quick(parser: argparse.ArgumentParser, help: str = "tiny networks and budgets: a smoke test") -> None:
-    """``--quick``: the script's smoke-test configuration."""
-    parser.add_argument("--quick", action="store_true", help=help)
+def add_quick(parser: argparse.ArgumentParser, text: str = "tiny networks and budgets: a smoke test") -> None:
+    """``--quick``: the script's smoke-test configuration (``text``: the help)."""
+    parser.add_argument("--quick", action="store_true", help=text)
 
 
 def add_progress(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +149,7 @@ def provenance(script: str, argv: Sequence[str] | None, **extra: Any) -> dict[st
     Args:
         script: the script's ``__file__``.
         argv: the arguments its ``main`` was given (``None``: this process's own).
+        **extra: more entries, after the common ones.
     """
     import torch
 

@@ -29,7 +29,7 @@ import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.kinematics.chain import Chain
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.solvers.hybrid import HybridIK, HybridPlan
 from hik_sim.solvers.lm import LMRefiner
