@@ -18,24 +18,21 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.evaluation.experiments import TARGET_SEED
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.flips import JointFlips
 from hik_sim.kinematics.tolerances import EXACT
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained, single_target_seed_name
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.solvers.base import IKResult
 from hik_sim.solvers.hybrid import HybridIK, HybridPlan
 from hik_sim.solvers.lm import LMRefiner
@@ -75,37 +72,25 @@ def rows_for(robot: str, targets: int, single_targets: int) -> list[dict[str, An
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table."""
-    lines = ["| robot | solver (seed network) | flips (first joint) | flip restarts | targets | success 5 mm & 2° | exact "
-             "| evaluations a target: mean / median / p99 | time [s] |",
-             "|---|---|---|---|---:|---:|---:|---|---:|"]
-    for r in rows:
-        lines.append(f"| {r['robot']} | {r['solver']} ({r['seed_network']}) | {r['flips'] or 'none'} "
-                     f"| {'on' if r['flip_restarts'] else 'off'} | {r['targets']} | {100 * r['success']:.2f} % "
-                     f"| {100 * r['exact']:.2f} % | {r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f} "
-                     f"| {r['wall_time_s']:.2f} |")
-    return "\n".join(lines) + "\n"
+    header = ["robot", "solver (seed network)", "flips (first joint)", "flip restarts", "targets", "success 5 mm & 2°", "exact",
+              "evaluations a target: mean / median / p99", "time [s]"]
+    cells = [[r["robot"], f"{r['solver']} ({r['seed_network']})", r["flips"] or "none", "on" if r["flip_restarts"] else "off", r["targets"],
+              f"{100 * r['success']:.2f} %", f"{100 * r['exact']:.2f} %",
+              f"{r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f}", f"{r['wall_time_s']:.2f}"] for r in rows]
+    return harness.markdown_table(header, cells, "llllrrrlr") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="flip_restarts", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
-    parser.add_argument("--targets", type=int, default=5000, help="batched hybrid targets per robot (default 5000)")
-    parser.add_argument("--single-targets", type=int, default=2000, help="single-target solves per robot (default 2000)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/flips"), help="output folder")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/flips")
+    harness.add_robots(parser, ["irb120"])
+    parser.add_argument("--targets", type=harness.at_least(1), default=5000, help="batched hybrid targets per robot (default 5000)")
+    parser.add_argument("--single-targets", type=harness.at_least(1), default=2000, help="single-target solves per robot (default 2000)")
     args = parser.parse_args(argv)
-    if args.targets < 1 or args.single_targets < 1:
-        parser.error("--targets and --single-targets must be at least 1")
     rows = [row for robot in args.robots for row in rows_for(robot, args.targets, args.single_targets)]
     table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}
-    (args.out / "flip_restarts.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "flip_restarts.md").write_text(table)
-    print(f"wrote {args.out / 'flip_restarts.json'} and .md", file=sys.stderr)
+    harness.write_record(args.out, "flip_restarts", {"rows": rows}, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
