@@ -20,23 +20,20 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.tolerances import SUCCESS
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import load_pretrained, single_target_seed_name
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.solvers.restarts import TABLE_SEEDS
 from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
 
@@ -78,35 +75,24 @@ def rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table."""
-    lines = ["| robot | single-target solver (seed network) | targets | success 5 mm & 2° | evaluations: mean / p99 / max "
-             "| latency median / p95 / p99 / max [ms] | mean [ms] |",
-             "|---|---|---:|---:|---|---|---:|"]
-    for r in rows:
-        lines.append(f"| {r['robot']} | {r['variant']} ({r['seed_network']}) | {r['targets']} | {100 * r['success']:.2f} % "
-                     f"| {r['evals_mean']:.1f} / {r['evals_p99']:.0f} / {r['evals_max']:.0f} "
-                     f"| {r['median_ms']:.3f} / {r['p95_ms']:.3f} / {r['p99_ms']:.3f} / {r['max_ms']:.3f} | {r['mean_ms']:.3f} |")
-    return "\n".join(lines) + "\n"
+    header = ["robot", "single-target solver (seed network)", "targets", "success 5 mm & 2°", "evaluations: mean / p99 / max",
+              "latency median / p95 / p99 / max [ms]", "mean [ms]"]
+    cells = [[r["robot"], f"{r['variant']} ({r['seed_network']})", r["targets"], f"{100 * r['success']:.2f} %",
+              f"{r['evals_mean']:.1f} / {r['evals_p99']:.0f} / {r['evals_max']:.0f}",
+              f"{r['median_ms']:.3f} / {r['p95_ms']:.3f} / {r['p99_ms']:.3f} / {r['max_ms']:.3f}", f"{r['mean_ms']:.3f}"] for r in rows]
+    return harness.markdown_table(header, cells, "llrrllr") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="single_target_table", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
-    parser.add_argument("--targets", type=int, default=3000, help="targets per robot (default 3000)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/single_target_table"), help="output folder")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/single_target_table")
+    harness.add_robots(parser, ["irb120"])
+    parser.add_argument("--targets", type=harness.at_least(1), default=3000, help="targets per robot (default 3000)")
     args = parser.parse_args(argv)
-    if args.targets < 1:
-        parser.error("--targets must be at least 1")
     rows = [row for robot in args.robots for row in rows_for(robot, args.targets)]
     table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "threads": torch.get_num_threads(), "seed": SEED, "rows": rows}
-    (args.out / "single_target_table.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "single_target_table.md").write_text(table)
-    print(f"wrote {args.out / 'single_target_table.json'} and .md", file=sys.stderr)
+    harness.write_record(args.out, "single_target_table", {"seed": SEED, "rows": rows}, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
