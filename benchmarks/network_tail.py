@@ -23,16 +23,14 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.kinematics.chain import Chain
@@ -91,47 +89,39 @@ def tail_row(robot_name: str, network_name: str, targets: int) -> dict[str, obje
     return row
 
 
+BEYOND = ("beyond_range", "beyond_bent_back", "beyond_facing")
+
+
 def markdown(rows: list[dict[str, object]]) -> str:
     """The table."""
-    lines = ["| robot | network | answers | pos mean / median / p90 [mm] | rot mean / median [°] | success 5 mm & 2° "
-             "| worst 10 % share of pos mean | joint 1 at a limit: answers / their pos mean / share of pos mean "
-             "| targets < 10 cm from the base axis: share / pos mean "
-             "| targets beyond joint 1's range: share / pos mean / success | of them made bent back: share / pos mean / success "
-             "| made facing: share / pos mean / success |",
-             "|---|---|---:|---|---|---:|---:|---|---|---|---|---|"]
+    header = ["robot", "network", "answers", "pos mean / median / p90 [mm]", "rot mean / median [°]", "success 5 mm & 2°",
+              "worst 10 % share of pos mean", "joint 1 at a limit: answers / their pos mean / share of pos mean",
+              "targets < 10 cm from the base axis: share / pos mean", "targets beyond joint 1's range: share / pos mean / success",
+              "of them made bent back: share / pos mean / success", "made facing: share / pos mean / success"]
+    cells = []
     for r in rows:
-        lines.append(f"| {r['robot']} | {r['network']} | {r['answers']} | {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} / "
-                     f"{r['pos_p90_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
-                     f"| {100 * r['success_5mm_2deg']:.1f} % | {100 * r['worst10_share_of_pos_mean']:.0f} % "
-                     f"| {100 * r['joint1_at_limit_share']:.1f} % / {r['joint1_at_limit_pos_mean_mm']:.1f} mm / "
-                     f"{100 * r['joint1_at_limit_share_of_pos_mean']:.0f} % "
-                     f"| {100 * r['near_axis_share']:.1f} % / {r['near_axis_pos_mean_mm']:.1f} mm "
-                     + ("".join(f"| {100 * r[f'{k}_share']:.1f} % / {r[f'{k}_pos_mean_mm']:.1f} mm / {100 * r[f'{k}_success']:.1f} % "
-                                for k in ("beyond_range", "beyond_bent_back", "beyond_facing")) + "|"
-                        if "beyond_range_share" in r else "| — | — | — |"))
-    return "\n".join(lines) + "\n"
+        beyond = ([f"{100 * r[f'{k}_share']:.1f} % / {r[f'{k}_pos_mean_mm']:.1f} mm / {100 * r[f'{k}_success']:.1f} %" for k in BEYOND]
+                  if "beyond_range_share" in r else ["—"] * len(BEYOND))
+        cells.append([r["robot"], r["network"], r["answers"], f"{r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} / {r['pos_p90_mm']:.2f}",
+                      f"{r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f}", f"{100 * r['success_5mm_2deg']:.1f} %",
+                      f"{100 * r['worst10_share_of_pos_mean']:.0f} %",
+                      f"{100 * r['joint1_at_limit_share']:.1f} % / {r['joint1_at_limit_pos_mean_mm']:.1f} mm / "
+                      f"{100 * r['joint1_at_limit_share_of_pos_mean']:.0f} %",
+                      f"{100 * r['near_axis_share']:.1f} % / {r['near_axis_pos_mean_mm']:.1f} mm", *beyond])
+    return harness.markdown_table(header, cells, "llrllrrlllll") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="network_tail", description=__doc__.splitlines()[0])
-    parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robot(parser, "irb120")
     parser.add_argument("--networks", nargs="+", default=["harmoatt"], help="shipped networks or checkpoint paths (default harmoatt)")
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets (default 10000)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    parser.add_argument("--targets", type=harness.at_least(10), default=10_000, help="test targets (default 10000)")
     args = parser.parse_args(argv)
-    if args.targets < 10:
-        parser.error("--targets must be at least 10")
     rows = [tail_row(args.robot, name, args.targets) for name in args.networks]
     table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "rows": rows}
-    (args.out / f"tail_{args.robot}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / f"tail_{args.robot}.md").write_text(table)
-    print(f"wrote {args.out / f'tail_{args.robot}.json'} and .md", file=sys.stderr)
+    harness.write_record(args.out, f"tail_{args.robot}", {"rows": rows}, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
