@@ -30,21 +30,19 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.policies import closed_loop_extra_names, closed_loop_network_name
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.solvers.registry import make_solver
 from hik_sim.solvers.ik import CLOSED_LOOP_BRANCHES, CLOSED_LOOP_CORRECTIONS, IKResult, NeuralIK
 
@@ -114,53 +112,41 @@ def measure(robot_name: str, targets: int, corrections: tuple[int, ...],
 
 def markdown(rows: list[dict[str, object]], failure_rows: Sequence[dict[str, object]] = ()) -> str:
     """The tables."""
-    lines = ["| robot | network | corrections | answers corrected | pos mean / median [mm] | rot mean / median [°] "
-             "| success 5 mm & 2° | FK per target | ms per 1,000 targets |", "|---|---|---:|---:|---|---|---:|---:|---:|"]
-    for r in rows:
-        corrected = "—" if r["corrections"] == 0 else ("best" if r["branches"] == 1 else f"all {r['branches']}")
-        lines.append(f"| {r['robot']} | {r['network']} | {r['corrections']}{' (open loop)' if r['corrections'] == 0 else ''} "
-                     f"| {corrected} "
-                     f"| {r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f} | {r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f} "
-                     f"| {100 * r['success_5mm_2deg']:.1f} % | {r['fk_per_target']:.2f} | {r['ms_per_1000']:.0f} |")
+    header = ["robot", "network", "corrections", "answers corrected", "pos mean / median [mm]", "rot mean / median [°]", "success 5 mm & 2°",
+              "FK per target", "ms per 1,000 targets"]
+    cells = [[r["robot"], r["network"], f"{r['corrections']}{' (open loop)' if r['corrections'] == 0 else ''}",
+              "—" if r["corrections"] == 0 else ("best" if r["branches"] == 1 else f"all {r['branches']}"),
+              f"{r['pos_mean_mm']:.2f} / {r['pos_median_mm']:.2f}", f"{r['rot_mean_deg']:.2f} / {r['rot_median_deg']:.2f}",
+              f"{100 * r['success_5mm_2deg']:.1f} %", f"{r['fk_per_target']:.2f}", f"{r['ms_per_1000']:.0f}"] for r in rows]
+    text = harness.markdown_table(header, cells, "llrrllrrr") + "\n"
     if failure_rows:
-        lines += ["", f"The policy's failures (its {CLOSED_LOOP_CORRECTIONS} corrections, without and with its turned queries): answers with a joint within "
-                  f"{PINNED:g} of a limit (pinned), targets whose own configuration has a joint within {100 * NEAR_LIMIT:g} % "
-                  "of its range from a limit (near).", "",
-                  "| robot | network | failures | failure median pos / rot [mm / °] | failures pinned | successes pinned "
-                  "| joint pinned most | failing targets near a limit | all targets near a limit |",
-                  "|---|---|---:|---|---:|---:|---:|---:|---:|"]
-        for r in failure_rows:
-            lines.append(f"| {r['robot']} | {r['network']} | {r['failures']} of {r['targets']:,} "
-                         f"| {r['failure_pos_median_mm']:.1f} / {r['failure_rot_median_deg']:.1f} "
-                         f"| {100 * r['failures_pinned']:.1f} % | {100 * r['successes_pinned']:.1f} % | {r['joint_pinned_most'] or '—'} "
-                         f"| {100 * r['failures_near_limit']:.1f} % | {100 * r['targets_near_limit']:.1f} % |")
-    return "\n".join(lines) + "\n"
+        header = ["robot", "network", "failures", "failure median pos / rot [mm / °]", "failures pinned", "successes pinned",
+                  "joint pinned most", "failing targets near a limit", "all targets near a limit"]
+        cells = [[r["robot"], r["network"], f"{r['failures']} of {r['targets']:,}",
+                  f"{r['failure_pos_median_mm']:.1f} / {r['failure_rot_median_deg']:.1f}", f"{100 * r['failures_pinned']:.1f} %",
+                  f"{100 * r['successes_pinned']:.1f} %", r["joint_pinned_most"] or "—", f"{100 * r['failures_near_limit']:.1f} %",
+                  f"{100 * r['targets_near_limit']:.1f} %"] for r in failure_rows]
+        text += (f"\nThe policy's failures (its {CLOSED_LOOP_CORRECTIONS} corrections, without and with its turned queries): answers with a "
+                 f"joint within {PINNED:g} of a limit (pinned), targets whose own configuration has a joint within {100 * NEAR_LIMIT:g} % "
+                 "of its range from a limit (near).\n\n" + harness.markdown_table(header, cells, "llrlrrrrr") + "\n")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="closed_loop", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="*", default=list(robot_names()), choices=list(robot_names()))
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets per robot (default 10000)")
-    parser.add_argument("--corrections", type=int, nargs="*", default=list(CORRECTIONS),
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, None, nargs="*")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="test targets per robot (default 10000)")
+    parser.add_argument("--corrections", type=harness.at_least(0), nargs="+", default=list(CORRECTIONS),
                         help=f"numbers of corrections to measure (default {' '.join(map(str, CORRECTIONS))})")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args(argv)
-    if args.targets < 1 or any(k < 0 for k in args.corrections) or not args.corrections:
-        parser.error("--targets must be at least 1 and --corrections non-negative")
     measured = [measure(name, args.targets, tuple(args.corrections)) for name in args.robots]
     rows = [row for robot_rows, _ in measured for row in robot_rows]
     failure_rows = [failure for _, robot_failures in measured for failure in robot_failures]
     table = markdown(rows, failure_rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows,
-              "failures": failure_rows}
-    (args.out / "closed_loop.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "closed_loop.md").write_text(table)
-    print(f"wrote {args.out / 'closed_loop.json'} and {args.out / 'closed_loop.md'}", file=sys.stderr)
+    record = {"config": {k: str(v) for k, v in vars(args).items()}, "rows": rows, "failures": failure_rows}
+    harness.write_record(args.out, "closed_loop", record, table, harness.provenance(__file__, argv))
     return 0 if all(math.isfinite(r["pos_mean_mm"]) for r in rows) else 1
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
