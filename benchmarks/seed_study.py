@@ -36,13 +36,9 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +46,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-try:  # run as a script from a checkout without installing the package
-    import hik_sim  # noqa: F401
-except ImportError:  # pragma: no cover
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.evaluation.experiments import TARGET_SEED, TEST_SEED
 from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.kinematics.chain import Chain
@@ -65,7 +58,7 @@ from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.fast_network import FastIKNetwork
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import load_pretrained
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.solvers.ik import REPORT_TOLERANCES, NeuralIK
 from hik_sim.solvers.registry import make_solver, shipped_networks
 
@@ -168,53 +161,43 @@ def measure(robot_name: str, seed: str, targets: int, test_targets: int, calls: 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table (the batched hybrid's columns where a row has them)."""
     with_batched = any(r.get("batched") for r in rows)
-    lines = ["| robot | seed | params | trained [min] | forward [µs] | alone: pos / rot mean [mm / °] | alone: 5 mm & 2° "
-             "| alone, turned: 5 mm & 2° | seeded LM: median / p95 [ms] | success 5 mm & 2° | evaluations / target |"
-             + (" batched hybrid: success 5 mm & 2°, evaluations / target |" if with_batched else ""),
-             "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|" + ("---|" if with_batched else "")]
+    header = ["robot", "seed", "params", "trained [min]", "forward [µs]", "alone: pos / rot mean [mm / °]", "alone: 5 mm & 2°",
+              "alone, turned: 5 mm & 2°", "seeded LM: median / p95 [ms]", "success 5 mm & 2°", "evaluations / target"]
+    header += ["batched hybrid: success 5 mm & 2°, evaluations / target"] if with_batched else []
+    cells = []
     for r in rows:
-        hybrid = r.get("batched")
-        extra = ((" — |" if not hybrid else f" {100 * hybrid['success_5mm_2deg']:.2f} %, {hybrid['evals_per_target']:.1f} |")
-                 if with_batched else "")
-        plain, turned = r["alone"], r["alone_turned"]
-        lines.append(f"| {r['robot']} | {r['seed']} | {r['params']:,} | {r.get('training_minutes', '—')} "
-                     f"| {'—' if r['forward_us'] is None else format(r['forward_us'], '.1f')} "
-                     f"| {'—' if plain is None else format(plain['pos_mean_mm'], '.2f') + ' / ' + format(plain['rot_mean_deg'], '.2f')} "
-                     f"| {'—' if plain is None else format(100 * plain['success_5mm_2deg'], '.1f') + ' %'} "
-                     f"| {'—' if turned is None else format(100 * turned['success_5mm_2deg'], '.1f') + ' %'} "
-                     f"| {r['median_ms']:.3f} / {r['p95_ms']:.3f} | {100 * r['success_5mm_2deg']:.1f} % "
-                     f"| {r['evals_per_target']:.1f} |" + extra)
-    return "\n".join(lines) + "\n"
+        plain, turned, hybrid = r["alone"], r["alone_turned"], r.get("batched")
+        cells.append([r["robot"], r["seed"], f"{r['params']:,}", r.get("training_minutes", "—"),
+                      "—" if r["forward_us"] is None else format(r["forward_us"], ".1f"),
+                      "—" if plain is None else format(plain["pos_mean_mm"], ".2f") + " / " + format(plain["rot_mean_deg"], ".2f"),
+                      "—" if plain is None else format(100 * plain["success_5mm_2deg"], ".1f") + " %",
+                      "—" if turned is None else format(100 * turned["success_5mm_2deg"], ".1f") + " %",
+                      f"{r['median_ms']:.3f} / {r['p95_ms']:.3f}", f"{100 * r['success_5mm_2deg']:.1f} %", f"{r['evals_per_target']:.1f}"])
+        if with_batched:
+            cells[-1].append("—" if not hybrid else f"{100 * hybrid['success_5mm_2deg']:.2f} %, {hybrid['evals_per_target']:.1f}")
+    return harness.markdown_table(header, cells, "llrrrlrrlrr" + ("l" if with_batched else "")) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="seed_study", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, ["irb120"])
     parser.add_argument("--seeds", nargs="+", default=["mlp_seed", "harmoatt", NO_NETWORK],
                         help="shipped network names, checkpoint paths ({robot} = the robot's name) or 'none'")
-    parser.add_argument("--targets", type=int, default=1000, help="single-target solves per seed (default 1000)")
-    parser.add_argument("--test-targets", type=int, default=10_000, help="test targets for the network alone (default 10000)")
-    parser.add_argument("--calls", type=int, default=2000, help="timed forward passes per seed (default 2000)")
-    parser.add_argument("--batched-targets", type=int, default=0,
+    parser.add_argument("--targets", type=harness.at_least(1), default=1000, help="single-target solves per seed (default 1000)")
+    parser.add_argument("--test-targets", type=harness.at_least(1), default=10_000, help="test targets for the network alone (default 10000)")
+    parser.add_argument("--calls", type=harness.at_least(1), default=2000, help="timed forward passes per seed (default 2000)")
+    parser.add_argument("--batched-targets", type=harness.at_least(0), default=0,
                         help="targets for the batched hybrid each network seeds (default 0: not measured)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args(argv)
-    if min(args.targets, args.test_targets, args.calls) < 1 or args.batched_targets < 0:
-        parser.error("--targets, --test-targets and --calls must be at least 1, --batched-targets at least 0")
-    torch.set_num_threads(1)
-    jobs = [(robot, seed) for robot in args.robots for seed in args.seeds if available(robot, seed)]
-    rows = [measure(robot, seed, args.targets, args.test_targets, args.calls, args.batched_targets)
-            for robot, seed in tqdm(jobs, desc="seeds", unit="seed")]
+    with harness.torch_threads(1):
+        jobs = [(robot, seed) for robot in args.robots for seed in args.seeds if available(robot, seed)]
+        rows = [measure(robot, seed, args.targets, args.test_targets, args.calls, args.batched_targets)
+                for robot, seed in tqdm(jobs, desc="seeds", unit="seed")]
+        info = harness.provenance(__file__, argv)
     table = markdown(rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
-    (args.out / "seed_study.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "seed_study.md").write_text(table)
-    print(f"wrote {args.out / 'seed_study.json'} and {args.out / 'seed_study.md'}", file=sys.stderr)
+    harness.write_record(args.out, "seed_study", {"config": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, table, info)
     return 0 if all(r["success_5mm_2deg"] > 0 for r in rows) else 1
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
