@@ -53,24 +53,22 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.evaluation.experiments import TARGET_SEED
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.tolerances import EXACT, SUCCESS, Tolerance
 from hik_sim.learning.checkpoint import load_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name, load_hybrid_fallback, load_pretrained
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.learning.network import IKNetwork
 from hik_sim.solvers.answers import first_good_answers, head_order
@@ -278,51 +276,42 @@ def lm_rows_for(robot: str, targets: int) -> list[dict[str, Any]]:
 
 def lm_markdown(rows: list[dict[str, Any]]) -> str:
     """The ``--lm-variants`` table."""
-    lines = ["| robot | LM (shared by both) | hybrid: evaluations a target, exact | multistart-10: evaluations a target, exact "
-             "| hybrid vs multistart-10: evaluations, time |", "|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['robot']} | {r['lm']} | {r['hybrid_evals_mean']:.2f}, {100 * r['hybrid_exact']:.2f} % "
-                     f"| {r['multistart_evals_mean']:.2f}, {100 * r['multistart_exact']:.2f} % "
-                     f"| −{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}× |")
-    return "\n".join(lines) + "\n"
+    header = ["robot", "LM (shared by both)", "hybrid: evaluations a target, exact", "multistart-10: evaluations a target, exact",
+              "hybrid vs multistart-10: evaluations, time"]
+    cells = [[r["robot"], r["lm"], f"{r['hybrid_evals_mean']:.2f}, {100 * r['hybrid_exact']:.2f} %",
+              f"{r['multistart_evals_mean']:.2f}, {100 * r['multistart_exact']:.2f} %",
+              f"−{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}×"] for r in rows]
+    return harness.markdown_table(header, cells, "lllll") + "\n"
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table."""
-    lines = ["| robot | solver (seed network) | targets | success 5 mm & 2° | exact | evaluations a target: mean / median / p99 "
-             f"| ≥ {TAIL} evaluations: targets, their share of all | time [s] | vs multistart-10: evaluations, time |",
-             "|---|---|---:|---:|---:|---|---|---:|---|"]
-    for r in rows:
-        versus = (f"−{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}×" if "evals_reduction_pct" in r else "—")
-        lines.append(f"| {r['robot']} | {r['solver']} ({r['seed_network']}) | {r['targets']} | {100 * r['success']:.2f} % "
-                     f"| {100 * r['exact']:.2f} % | {r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f} "
-                     f"| {100 * r['tail_targets']:.2f} %, {100 * r['tail_evals_share']:.0f} % | {r['wall_time_s']:.2f} | {versus} |")
-    lines += ["", "Where the default's evaluations went: the targets one of whose seed network's answers is within 5 mm & 2° "
-              f"(a good first answer), those of them that still took ≥ {SLOW} evaluations, and those without one.", "",
-              "| robot | good first answer: targets, evaluations mean / median | of them ≥ "
-              f"{SLOW} evaluations: targets, their share of all | no good answer: evaluations mean, their share of all |",
-              "|---|---|---|---|"]
-    for r in rows:
-        if "good_answer_targets" in r:
-            lines.append(f"| {r['robot']} | {100 * r['good_answer_targets']:.1f} %, {r['good_answer_evals_mean']:.2f} / "
-                         f"{r['good_answer_evals_median']:.0f} | {100 * r['good_answer_slow_targets']:.2f} %, "
-                         f"{100 * r['good_answer_slow_evals_share']:.0f} % | {r['no_good_answer_evals_mean']:.2f}, "
-                         f"{100 * r['no_good_answer_evals_share']:.0f} % |")
-    return "\n".join(lines) + "\n"
+    header = ["robot", "solver (seed network)", "targets", "success 5 mm & 2°", "exact", "evaluations a target: mean / median / p99",
+              f"≥ {TAIL} evaluations: targets, their share of all", "time [s]", "vs multistart-10: evaluations, time"]
+    cells = [[r["robot"], f"{r['solver']} ({r['seed_network']})", r["targets"], f"{100 * r['success']:.2f} %", f"{100 * r['exact']:.2f} %",
+              f"{r['evals_mean']:.2f} / {r['evals_median']:.0f} / {r['evals_p99']:.0f}",
+              f"{100 * r['tail_targets']:.2f} %, {100 * r['tail_evals_share']:.0f} %", f"{r['wall_time_s']:.2f}",
+              f"−{r['evals_reduction_pct']:.1f} %, {r['time_speedup']:.2f}×" if "evals_reduction_pct" in r else "—"] for r in rows]
+    header_split = ["robot", "good first answer: targets, evaluations mean / median",
+                    f"of them ≥ {SLOW} evaluations: targets, their share of all", "no good answer: evaluations mean, their share of all"]
+    split = [[r["robot"], f"{100 * r['good_answer_targets']:.1f} %, {r['good_answer_evals_mean']:.2f} / {r['good_answer_evals_median']:.0f}",
+              f"{100 * r['good_answer_slow_targets']:.2f} %, {100 * r['good_answer_slow_evals_share']:.0f} %",
+              f"{r['no_good_answer_evals_mean']:.2f}, {100 * r['no_good_answer_evals_share']:.0f} %"] for r in rows if "good_answer_targets" in r]
+    return (harness.markdown_table(header, cells, "llrrrllrl") + "\n\n"
+            "Where the default's evaluations went: the targets one of whose seed network's answers is within 5 mm & 2° "
+            f"(a good first answer), those of them that still took ≥ {SLOW} evaluations, and those without one.\n\n"
+            + harness.markdown_table(header_split, split, "llll") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hybrid_cost", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["irb120"], choices=list(robot_names()))
-    parser.add_argument("--targets", type=int, default=5000, help="targets per robot (default 5000)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hybrid_cost"), help="output folder")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/hybrid_cost")
+    harness.add_robots(parser, ["irb120"])
+    parser.add_argument("--targets", type=harness.at_least(1), default=5000, help="targets per robot (default 5000)")
     parser.add_argument("--network", type=Path, default=None, metavar="CHECKPOINT",
                         help="a checkpoint of the one robot given: rows seeded by it, alone and with the shipped seed as fallback")
     parser.add_argument("--lm-variants", action="store_true",
                         help="also the default hybrid and multistart-10 under other settings of their shared LM (a second table)")
     args = parser.parse_args(argv)
-    if args.targets < 1:
-        parser.error("--targets must be at least 1")
     if args.network is not None and len(args.robots) != 1:
         parser.error("--network is a checkpoint of one robot: give one --robots name")
     curves: dict[str, dict[str, np.ndarray]] = {robot: {} for robot in args.robots}
@@ -332,16 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     if lm_rows:
         table += "\nThe default hybrid and multistart-10 under other settings of the LM they share:\n\n" + lm_markdown(lm_rows)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "threads": torch.get_num_threads(), "target_seed": TARGET_SEED,
-              "tail_from_evaluations": TAIL, "rows": rows, "lm_rows": lm_rows}
-    (args.out / "hybrid_cost.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "hybrid_cost.md").write_text(table)
+    record = {"target_seed": TARGET_SEED, "tail_from_evaluations": TAIL, "rows": rows, "lm_rows": lm_rows}
+    harness.write_record(args.out, "hybrid_cost", record, table, harness.provenance(__file__, argv))
     plot_curves(curves, args.out / "hybrid_cost_curves.png")
-    print(f"wrote {args.out / 'hybrid_cost.json'}, .md and hybrid_cost_curves.png", file=sys.stderr)
+    print(f"wrote {args.out / 'hybrid_cost_curves.png'}", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
