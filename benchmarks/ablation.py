@@ -26,15 +26,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
-import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.checkpoint import Card
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
@@ -43,7 +41,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import LossConfig
 from hik_sim.learning.models import matched_mlp_hidden
 from hik_sim.learning.network import IKNetwork
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.learning.train import TrainConfig, train
 
@@ -102,50 +100,46 @@ def loss_ablation(robots: list[str], args: argparse.Namespace) -> list[dict[str,
 
 def markdown(models: list[dict[str, object]], losses: list[dict[str, object]]) -> str:
     """The two tables."""
-    lines = []
+    tables = []
     if models:
-        lines += ["| robot | DOF | network | params | pos mean / median / p95 [mm] | rot mean / median / p95 [°] "
-                  "| success 5 mm & 2° | success 10 mm & 20° |", "|---|---:|---|---:|---|---|---:|---:|"]
+        header = ["robot", "DOF", "network", "params", "pos mean / median / p95 [mm]", "rot mean / median / p95 [°]", "success 5 mm & 2°",
+                  "success 10 mm & 20°"]
+        cells = []
         for row in models:
             for model in ("harmoatt", "mlp"):
                 m = row["metrics"][model]
                 name = "HarmoAtt-IK" if model == "harmoatt" else "MLP baseline"
                 if row.get("hypotheses", 1) > 1:
                     name += f" ({row['hypotheses']} answers)"
-                lines.append(f"| {row['robot']} | {row['dof']} | {name} | {row['parameters'][model]:,} "
-                             f"| {m['pos_mean_mm']:.2f} / {m['pos_median_mm']:.2f} / {m['pos_p95_mm']:.2f} "
-                             f"| {m['rot_mean_deg']:.2f} / {m['rot_median_deg']:.2f} / {m['rot_p95_deg']:.2f} "
-                             f"| {100 * m['success_5mm_2deg']:.1f} % | {100 * m['success_10mm_20deg']:.1f} % |")
-        lines += ["", "| robot | position error reduction | rotation error reduction | success gain (5 mm, 2°) "
-                  "| success gain (10 mm, 20°) |", "|---|---:|---:|---:|---:|"]
-        for row in models:
-            r = row["reductions"]
-            lines.append(f"| {row['robot']} | {r['pos_mean_reduction_pct']:+.1f} % | {r['rot_mean_reduction_pct']:+.1f} % "
-                         f"| {r['success_5mm_2deg_gain_pts']:+.1f} pts | {r['success_10mm_20deg_gain_pts']:+.1f} pts |")
+                cells.append([row["robot"], row["dof"], name, f"{row['parameters'][model]:,}",
+                              f"{m['pos_mean_mm']:.2f} / {m['pos_median_mm']:.2f} / {m['pos_p95_mm']:.2f}",
+                              f"{m['rot_mean_deg']:.2f} / {m['rot_median_deg']:.2f} / {m['rot_p95_deg']:.2f}",
+                              f"{100 * m['success_5mm_2deg']:.1f} %", f"{100 * m['success_10mm_20deg']:.1f} %"])
+        tables.append(harness.markdown_table(header, cells, "lrlrllrr"))
+        header = ["robot", "position error reduction", "rotation error reduction", "success gain (5 mm, 2°)", "success gain (10 mm, 20°)"]
+        cells = [[row["robot"], f"{row['reductions']['pos_mean_reduction_pct']:+.1f} %", f"{row['reductions']['rot_mean_reduction_pct']:+.1f} %",
+                  f"{row['reductions']['success_5mm_2deg_gain_pts']:+.1f} pts", f"{row['reductions']['success_10mm_20deg_gain_pts']:+.1f} pts"]
+                 for row in models]
+        tables.append(harness.markdown_table(header, cells, "lrrrr"))
     if losses:
-        lines += ["", "| robot | loss | steps | pos mean [mm] | rot mean [°] | success 5 mm & 2° | success 10 mm & 20° |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
-        for row in losses:
-            m = row["metrics"]
-            lines.append(f"| {row['robot']} | {row['variant']} | {row['steps']} | {m['pos_mean_mm']:.2f} | {m['rot_mean_deg']:.2f} "
-                         f"| {100 * m['success_5mm_2deg']:.1f} % | {100 * m['success_10mm_20deg']:.1f} % |")
-    return "\n".join(lines) + "\n"
+        header = ["robot", "loss", "steps", "pos mean [mm]", "rot mean [°]", "success 5 mm & 2°", "success 10 mm & 20°"]
+        cells = [[row["robot"], row["variant"], row["steps"], f"{row['metrics']['pos_mean_mm']:.2f}", f"{row['metrics']['rot_mean_deg']:.2f}",
+                  f"{100 * row['metrics']['success_5mm_2deg']:.1f} %", f"{100 * row['metrics']['success_10mm_20deg']:.1f} %"] for row in losses]
+        tables.append(("\n" if not models else "") + harness.markdown_table(header, cells, "llrrrrr"))
+    return "\n\n".join(tables) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ablation", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="*", default=list(robot_names()), help="robots for part 1 (default: all)")
-    parser.add_argument("--targets", type=int, default=10_000, help="fixed test targets per robot (default 10000)")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, None, nargs="*", text="robots for part 1 (default: all)")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="fixed test targets per robot (default 10000)")
     parser.add_argument("--train", action="store_true", help="train the pairs here instead of loading the shipped checkpoints")
-    parser.add_argument("--steps", type=int, default=4000, help="with --train: steps per network (default 4000)")
+    parser.add_argument("--steps", type=harness.at_least(1), default=4000, help="with --train: steps per network (default 4000)")
     parser.add_argument("--loss-robots", nargs="*", default=["irb120"], help="robots for part 2 (default irb120; none: skip)")
-    parser.add_argument("--ablation-steps", type=int, default=2000, help="steps per loss variant (default 2000)")
-    parser.add_argument("--quick", action="store_true", help="tiny networks and budgets: a smoke test")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--ablation-steps", type=harness.at_least(1), default=2000, help="steps per loss variant (default 2000)")
+    harness.add_quick(parser)
+    harness.add_progress(parser)
     args = parser.parse_args(argv)
-    if args.targets < 1 or args.steps < 1 or args.ablation_steps < 1:
-        parser.error("--targets, --steps and --ablation-steps must be at least 1")
     try:
         models = compare_models(args.robots, args)
     except HikError as exc:
@@ -153,15 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     losses = loss_ablation(args.loss_robots, args)
     table = markdown(models, losses)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
-              "models": models, "loss_ablation": losses}
-    (args.out / "ablation.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "ablation.md").write_text(table)
-    print(f"wrote {args.out / 'ablation.json'} and {args.out / 'ablation.md'}", file=sys.stderr)
+    record = {"config": {k: str(v) for k, v in vars(args).items()}, "models": models, "loss_ablation": losses}
+    harness.write_record(args.out, "ablation", record, table, harness.provenance(__file__, argv))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
