@@ -36,21 +36,18 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.robots.cli import add_robot_arguments, robot_from_args
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
@@ -227,58 +224,47 @@ def _scipy_multistart(robot: RobotSpec, chain: Chain, batch) -> dict[str, object
     return _single("scipy least_squares multistart (≤ 10)", chain, sub, solve)
 
 
-def _load() -> float | None:
-    """The 1-minute load average when the run ends (how busy the machine was), or None where unknown."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def _fmt(value: object, digits: int = 2) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
 def markdown(tables: list[dict[str, object]], peer_rows: dict[str, list[dict[str, object]]]) -> str:
     """Both parts as Markdown."""
-    lines = ["| robot | solver | pos mean [mm] | rot mean [°] | success 5 mm & 2° | 1 mm & 1° | 0.1 mm & 0.1° "
-             "| evals / target | iterations | ms / target | exact solutions / s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for table in tables:
-        for row in table["rows"]:
-            lines.append(f"| {table['robot']} | {row['solver']} | {row['pos_mean_mm']:.3f} | {row['rot_mean_deg']:.3f} "
-                         f"| {100 * row['success_5mm_2deg']:.2f} % | {100 * row['success_1mm_1deg']:.2f} % "
-                         f"| {100 * row['success_0.1mm_0.1deg']:.2f} % | {row['function_evals']:.1f} | {row['iterations']:.1f} "
-                         f"| {row['ms_per_target']:.3f} | {row['exact_per_second']:,.0f} |")
-    lines += ["", "| robot | hybrid vs multistart-10 (ours: a target stops at its first exact start): evaluations | time | speed-up "
-              "| hybrid vs Conventional-Multistart-10 (paper: all 10 starts): evaluations | time | speed-up |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for table in tables:
-        r, p = table["hybrid_vs_multistart"], table["hybrid_vs_paper_multistart"]
-        lines.append(f"| {table['robot']} | {-r['evals_reduction_pct']:+.1f} % | {-r['time_reduction_pct']:+.1f} % | {r['time_speedup']:.1f}× "
-                     f"| {-p['evals_reduction_pct']:+.1f} % | {-p['time_reduction_pct']:+.1f} % | {p['time_speedup']:.1f}× |")
-        if "small_seed_hybrid_vs_multistart" in table:
-            r = table["small_seed_hybrid_vs_multistart"]
-            lines.append(f"| {table['robot']}, hybrid seeded by mlp_seed | {-r['evals_reduction_pct']:+.1f} % "
-                         f"| {-r['time_reduction_pct']:+.1f} % | {r['time_speedup']:.1f}× | | | |")
-    lines.append(f"| paper (IRB120) | | | | −{PAPER_IRB120['evals_reduction_pct']} % | −{PAPER_IRB120['time_reduction_pct']} % | |")
-    if not tables:  # --peers-only
-        lines = []
+    parts = []
+    if tables:  # not --peers-only
+        header = ["robot", "solver", "pos mean [mm]", "rot mean [°]", "success 5 mm & 2°", "1 mm & 1°", "0.1 mm & 0.1°", "evals / target",
+                  "iterations", "ms / target", "exact solutions / s"]
+        cells = [[table["robot"], row["solver"], f"{row['pos_mean_mm']:.3f}", f"{row['rot_mean_deg']:.3f}", f"{100 * row['success_5mm_2deg']:.2f} %",
+                  f"{100 * row['success_1mm_1deg']:.2f} %", f"{100 * row['success_0.1mm_0.1deg']:.2f} %", f"{row['function_evals']:.1f}",
+                  f"{row['iterations']:.1f}", f"{row['ms_per_target']:.3f}", f"{row['exact_per_second']:,.0f}"]
+                 for table in tables for row in table["rows"]]
+        parts.append(harness.markdown_table(header, cells, "ll" + "r" * 9))
+        header = ["robot", "hybrid vs multistart-10 (ours: a target stops at its first exact start): evaluations", "time", "speed-up",
+                  "hybrid vs Conventional-Multistart-10 (paper: all 10 starts): evaluations", "time", "speed-up"]
+        cells = []
+        for table in tables:
+            r, p = table["hybrid_vs_multistart"], table["hybrid_vs_paper_multistart"]
+            cells.append([table["robot"], f"{-r['evals_reduction_pct']:+.1f} %", f"{-r['time_reduction_pct']:+.1f} %", f"{r['time_speedup']:.1f}×",
+                          f"{-p['evals_reduction_pct']:+.1f} %", f"{-p['time_reduction_pct']:+.1f} %", f"{p['time_speedup']:.1f}×"])
+            if "small_seed_hybrid_vs_multistart" in table:
+                r = table["small_seed_hybrid_vs_multistart"]
+                cells.append([f"{table['robot']}, hybrid seeded by mlp_seed", f"{-r['evals_reduction_pct']:+.1f} %",
+                              f"{-r['time_reduction_pct']:+.1f} %", f"{r['time_speedup']:.1f}×", "", "", ""])
+        cells.append(["paper (IRB120)", "", "", "", f"−{PAPER_IRB120['evals_reduction_pct']} %", f"−{PAPER_IRB120['time_reduction_pct']} %", ""])
+        parts.append(harness.markdown_table(header, cells, "l" + "r" * 6))
     if peer_rows:
-        lines += ["", "| robot | solver (one target per call) | median [ms] | p95 [ms] | success 5 mm & 2° | 1 mm & 1° | solutions / s |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+        header = ["robot", "solver (one target per call)", "median [ms]", "p95 [ms]", "success 5 mm & 2°", "1 mm & 1°", "solutions / s"]
+        cells = []
         for robot, rows in peer_rows.items():
             for row in rows:
                 if "missing" in row:
-                    lines.append(f"| {robot} | {row['solver']} | not installed ({row['missing']}) | | | | |")
+                    cells.append([robot, row["solver"], f"not installed ({row['missing']})", "", "", "", ""])
                     continue
                 note = f" ({row['limit_violations']} answers outside the limits)" if "limit_violations" in row else ""
-                lines.append(f"| {robot} | {row['solver']}{note} | {row['median_ms']:.3f} | {row['p95_ms']:.3f} "
-                             f"| {100 * row['success_5mm_2deg']:.1f} % | {100 * row['success_1mm_1deg']:.1f} % | {row['per_second']:,.0f} |")
+                cells.append([robot, f"{row['solver']}{note}", f"{row['median_ms']:.3f}", f"{row['p95_ms']:.3f}",
+                              f"{100 * row['success_5mm_2deg']:.1f} %", f"{100 * row['success_1mm_1deg']:.1f} %", f"{row['per_second']:,.0f}"])
+        parts.append(("" if tables else "\n") + harness.markdown_table(header, cells, "ll" + "r" * 5))
         ratios = cold_against_trac_ik(peer_rows)
         if ratios:
-            lines += ["", "| robot | cold single-target median / TRAC-IK's (same run; robots where TRAC-IK solves ≥ 50 %) |", "|---|---:|"]
-            lines += [f"| {robot} | {ratio:.2f}× |" for robot, ratio in ratios.items()]
-    return "\n".join(lines) + "\n"
+            header = ["robot", "cold single-target median / TRAC-IK's (same run; robots where TRAC-IK solves ≥ 50 %)"]
+            parts.append(harness.markdown_table(header, [[robot, f"{ratio:.2f}×"] for robot, ratio in ratios.items()], "lr"))
+    return "\n\n".join(parts) + "\n"
 
 
 def cold_against_trac_ik(peer_rows: dict[str, list[dict[str, object]]]) -> dict[str, float]:
@@ -295,22 +281,17 @@ def cold_against_trac_ik(peer_rows: dict[str, list[dict[str, object]]]) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ik_bench", description=__doc__.splitlines()[0])
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
     add_robot_arguments(parser)
     parser.add_argument("--all", action="store_true", help="every registered robot")
-    parser.add_argument("--targets", type=int, default=10_000, help="targets for the paper's table (default 10000)")
-    parser.add_argument("--peer-targets", type=int, default=300, help="targets for the single-target peers (default 300)")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="targets for the paper's table (default 10000)")
+    parser.add_argument("--peer-targets", type=harness.at_least(1), default=300, help="targets for the single-target peers (default 300)")
     parser.add_argument("--no-peers", action="store_true", help="skip part 2")
     parser.add_argument("--peers-only", action="store_true", help="skip part 1 (the single-target paths beside the peers only)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=harness.at_least(1), default=None,
                         help="threads for torch and the compiled LM (default: as the libraries start, all cores)")
     args = parser.parse_args(argv)
-    if args.targets < 1 or args.peer_targets < 1:
-        parser.error("--targets and --peer-targets must be at least 1")
     if args.threads is not None:
-        if args.threads < 1:
-            parser.error("--threads must be at least 1")
         torch.set_num_threads(args.threads)
         try:
             import numba
@@ -333,14 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(tables, peer_rows)
     print(text)
     stem = ("peers_all" if args.peers_only else "ik_all") if args.all else f"ik_{robots[0].name}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "load_average_1min": _load(), "targets": args.targets,
-              "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows,
+    record = {"targets": args.targets, "peer_targets": args.peer_targets, "paper_irb120": PAPER_IRB120, "tables": tables, "peers": peer_rows,
               "cold_single_target_over_trac_ik": cold_against_trac_ik(peer_rows)}
-    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / f"{stem}.md").write_text(text)
-    print(f"wrote {args.out / stem}.json and .md", file=sys.stderr)
+    harness.write_record(args.out, stem, record, text, harness.provenance(__file__, argv))
     return 0
 
 
