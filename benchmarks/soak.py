@@ -54,25 +54,22 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain, reference_fk
-from hik_sim.robots import RobotSpec, get_robot, robot_names
+from hik_sim.robots import RobotSpec, get_robot
 from hik_sim.kinematics.rotations import position_error, rotation_error
 from hik_sim.solvers.ik import IKResult, Tolerance
 
@@ -352,52 +349,41 @@ def soak_robot(robot: RobotSpec, solvers: list[Solver], per_kind: int, single_ta
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table: one row per robot × solver × kind."""
-    lines = ["| robot | solver | kind | solves | NaN/inf | limit violations | false successes | error mismatches | exceptions "
-             "| success 5 mm & 2° | wall time [s] |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['robot']} | {r['solver']} | {r['kind']} | {r['solves']:,} | {r['nan']} | {r['limit_violations']} "
-                     f"| {r['false_success']} | {r['error_mismatch']} | {r['exceptions'] + r['bad_shape']} "
-                     f"| {100 * r['success_5mm_2deg']:.1f} % | {r['wall_s']:.1f} |")
-    return "\n".join(lines) + "\n"
+    header = ["robot", "solver", "kind", "solves", "NaN/inf", "limit violations", "false successes", "error mismatches", "exceptions",
+              "success 5 mm & 2°", "wall time [s]"]
+    cells = [[r["robot"], r["solver"], r["kind"], f"{r['solves']:,}", r["nan"], r["limit_violations"], r["false_success"], r["error_mismatch"],
+              r["exceptions"] + r["bad_shape"], f"{100 * r['success_5mm_2deg']:.1f} %", f"{r['wall_s']:.1f}"] for r in rows]
+    return harness.markdown_table(header, cells, "lll" + "r" * 8) + "\n"
 
 
 def compact(rows: list[dict[str, Any]]) -> str:
     """One row per robot × solver: the checks summed over the kinds, success per kind."""
-    lines = ["| robot | solver | solves | NaN/inf | limit violations | false successes | exceptions | success: reachable "
-             "| unreachable | singular | limit-pinned | wall time [s] |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    header = ["robot", "solver", "solves", "NaN/inf", "limit violations", "false successes", "exceptions", "success: reachable", "unreachable",
+              "singular", "limit-pinned", "wall time [s]"]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["robot"], r["solver"]), []).append(r)
+    cells = []
     for (robot, solver), group in groups.items():
         total = lambda key: sum(r[key] for r in group)  # noqa: E731
         success = {r["kind"]: f"{100 * r['success_5mm_2deg']:.1f} %" for r in group}
-        lines.append(f"| {robot} | {solver} | {total('solves'):,} | {total('nan')} | {total('limit_violations')} "
-                     f"| {total('false_success') + total('error_mismatch')} | {total('exceptions') + total('bad_shape')} | "
-                     + " | ".join(success.get(kind, "—") for kind in KINDS) + f" | {total('wall_s'):.1f} |")
-    return "\n".join(lines) + "\n"
+        cells.append([robot, solver, f"{total('solves'):,}", total("nan"), total("limit_violations"), total("false_success") + total("error_mismatch"),
+                      total("exceptions") + total("bad_shape"), *(success.get(kind, "—") for kind in KINDS), f"{total('wall_s'):.1f}"])
+    return harness.markdown_table(header, cells, "ll" + "r" * 10) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="soak", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["irb120", "g1"], help="registered robots (default irb120 g1)")
-    parser.add_argument("--solves", type=int, default=100_000,
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, ["irb120", "g1"])
+    parser.add_argument("--solves", type=harness.at_least(len(KINDS)), default=100_000,
                         help="solves by the batched solvers in all, shared equally by every robot × batched solver × kind; "
                              "every batched solver of a robot solves the same targets (default 100000)")
-    parser.add_argument("--single-target", type=int, default=2_000,
+    parser.add_argument("--single-target", type=harness.at_least(0), default=2_000,
                         help="targets per robot for each single-target solver, split over the kinds (default 2000)")
-    parser.add_argument("--dm-control", type=int, default=400, help="targets per robot for dm_control (default 400)")
-    parser.add_argument("--chunk", type=int, default=5_000, help="targets per batched call (default 5000)")
+    parser.add_argument("--dm-control", type=harness.at_least(0), default=400, help="targets per robot for dm_control (default 400)")
+    parser.add_argument("--chunk", type=harness.at_least(1), default=5_000, help="targets per batched call (default 5000)")
     parser.add_argument("--no-progress", action="store_true", help="no per-cell lines on stderr")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     args = parser.parse_args(argv)
-    if args.solves < len(KINDS):
-        parser.error(f"--solves must be at least {len(KINDS)} (one target per kind)")
-    if args.single_target < 0 or args.dm_control < 0 or args.chunk < 1:
-        parser.error("--single-target and --dm-control must be >= 0 and --chunk >= 1")
-    unknown = [name for name in args.robots if name not in robot_names()]
-    if unknown:
-        parser.error(f"unknown robot {unknown[0]!r}; robots are: {', '.join(robot_names())}")
     began = time.perf_counter()
     robots = [get_robot(name) for name in args.robots]
     solvers = {robot.name: build_solvers(robot) for robot in robots}
@@ -418,24 +404,16 @@ def main(argv: list[str] | None = None) -> int:
                f"{time.perf_counter() - began:.0f} s in all")
     print(table)
     print(summary)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "cpu_count": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-              "command": " ".join(["python", "benchmarks/soak.py", *(argv if argv is not None else sys.argv[1:])]),
-              "config": {"robots": args.robots, "solves": args.solves, "single_target": args.single_target,
+    record = {"config": {"robots": args.robots, "solves": args.solves, "single_target": args.single_target,
                          "dm_control": args.dm_control, "chunk": args.chunk, "seed": SOAK_SEED,
                          "pos_slack_m": POS_SLACK, "rot_slack_rad": ROT_SLACK},
               "targets": targets, "total_solves": total, "failures": failures, "rows": rows}
-    (args.out / "soak.json").write_text(json.dumps(record, indent=2) + "\n")
-    header = (f"Soak, {record['date']}, {record['platform']}, {record['cpu_count']} CPUs, torch {record['torch']} "
-              f"({record['torch_threads']} threads)\n\n`{record['command']}`\n\n")
-    (args.out / "soak.md").write_text(header + summary + "\n\n" + compact(rows) + "\nPer kind of target:\n\n" + table)
-    print(f"wrote {args.out / 'soak.json'} and .md", file=sys.stderr)
+    text = summary + "\n\n" + compact(rows) + "\nPer kind of target:\n\n" + table
+    harness.write_record(args.out, "soak", record, text, harness.provenance(__file__, argv), title="Soak")
     if failures:
         print(f"soak FAILED: {failures} failed solves (see the table)", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
