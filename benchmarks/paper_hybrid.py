@@ -24,10 +24,6 @@ Output: a Markdown table on stdout and ``<out>/paper_hybrid.{md,json}``.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,6 +31,8 @@ from typing import Any
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.evaluation.experiments import (ONE_BRANCH_NETWORK, PAPER_HYBRID, PAPER_IRB120, TARGET_SEED, one_branch_table,
                                             paper_hybrid, summarize)
 from hik_sim.kinematics.chain import Chain
@@ -43,7 +41,6 @@ from hik_sim.policies import load_pretrained
 from hik_sim.robots import get_robot
 from hik_sim.solvers.ik import LMRefiner, NeuralIK
 
-COMMAND = "python benchmarks/paper_hybrid.py"
 COVERAGE_STARTS = 20
 """LM runs from configurations drawn in the branch that look for a full-space target's configuration there."""
 
@@ -115,59 +112,50 @@ def measure(targets: int, seed: int = TARGET_SEED) -> dict[str, Any]:
             "full_targets_branch_coverage": branch_coverage(targets, seed)}
 
 
+def title(record: dict[str, Any]) -> str:
+    """The record's title."""
+    return f"The hybrid-IK paper's hybrid with a one-branch regression DNN (IRB120, {record['targets']:,} targets a set)"
+
+
 def markdown(record: dict[str, Any]) -> str:
-    """The record as a Markdown table, the published row first."""
+    """The record as a Markdown table, the published row first (the title and the provenance line go above it)."""
     published = record["published"]
-    command = COMMAND if record["targets"] == 10_000 else f"{COMMAND} --targets {record['targets']}"
-    lines = [f"# The hybrid-IK paper's hybrid with a one-branch regression DNN (IRB120, {record['targets']:,} targets a set)", "",
-             f"Command: `{command}`. Targets: seed "
-             f"{record['seed']}; *full*: configurations uniform in the joint limits (the suite's); *branch*: configurations "
-             "uniform in the one-branch region (shoulder in front, elbow up, wrist not flipped, joint 6 within one turn). "
-             "Hybrid = the DNN's one answer → LM (the paper's definitions: no restarts). Success = 5 mm & 2°.", "",
-             "| definition | solver | targets | pos mean [mm] | rot mean [°] | success 5 mm & 2° | answers in the branch "
-             "| evals / target | ms / target |", "|---|---|---|---:|---:|---:|---:|---:|---:|",
-             f"| *published* | *hybrid (paper)* | *the paper's* | *{published['pos_mean_mm']}* | *{published['rot_mean_deg']}* "
-             f"| *{100 * published['success_5mm_2deg']:.1f} %* | | | |"]
-    for row in record["rows"]:
-        branch = f"{100 * row['answers_in_branch']:.1f} %" if "answers_in_branch" in row else ""
-        lines.append(f"| {row['definition']} | {row['solver']} | {row['targets']} | {row['pos_mean_mm']:.3f} "
-                     f"| {row['rot_mean_deg']:.3f} | {100 * row['success_5mm_2deg']:.2f} % | {branch} "
-                     f"| {row['function_evals']:.1f} | {row['ms_per_target']:.3f} |")
+    header = ["definition", "solver", "targets", "pos mean [mm]", "rot mean [°]", "success 5 mm & 2°", "answers in the branch", "evals / target",
+              "ms / target"]
+    cells = [["*published*", "*hybrid (paper)*", "*the paper's*", f"*{published['pos_mean_mm']}*", f"*{published['rot_mean_deg']}*",
+              f"*{100 * published['success_5mm_2deg']:.1f} %*", "", "", ""]]
+    cells += [[row["definition"], row["solver"], row["targets"], f"{row['pos_mean_mm']:.3f}", f"{row['rot_mean_deg']:.3f}",
+               f"{100 * row['success_5mm_2deg']:.2f} %", f"{100 * row['answers_in_branch']:.1f} %" if "answers_in_branch" in row else "",
+               f"{row['function_evals']:.1f}", f"{row['ms_per_target']:.3f}"] for row in record["rows"]]
     info, coverage = record["one_branch"], record["full_targets_branch_coverage"]
     uncovered = coverage["hybrid_success_on_uncovered"]
-    lines += ["", f"Full-space targets that a configuration of the branch reaches (the hybrid's answer, or LM from "
-              f"{coverage['starts']} starts drawn in the branch; a lower bound): {100 * coverage['covered_share']:.2f} %. "
-              f"The one-branch hybrid solves {100 * coverage['hybrid_success_on_covered']:.2f} % of those"
-              + ("." if uncovered is None else f" and {100 * uncovered:.2f} % of the others (its LM leaving the branch).")]
-    lines += ["", f"One-branch DNN: `{info['network']}` (benchmarks/checkpoints/irb120), {info['steps']:,} steps, "
-              f"{info['training_seconds'] / 60:.1f} min of training.",
-              f"Run {record['date']} on {record['platform']}, {record['cpus']} CPUs shared with other work ({record['threads']} "
-              "torch thread(s); the compiled LM runs its targets in parallel), so the times are indicative; "
-              f"{record['seconds']:.0f} s.",
-              "", "## Readings (where the abstract can be read more than one way)", "", *READINGS]
+    lines = [f"Targets: seed {record['seed']}; *full*: configurations uniform in the joint limits (the suite's); *branch*: configurations "
+             "uniform in the one-branch region (shoulder in front, elbow up, wrist not flipped, joint 6 within one turn). "
+             "Hybrid = the DNN's one answer → LM (the paper's definitions: no restarts). Success = 5 mm & 2°.", "",
+             harness.markdown_table(header, cells, "lllrrrrrr"),
+             "", f"Full-space targets that a configuration of the branch reaches (the hybrid's answer, or LM from "
+             f"{coverage['starts']} starts drawn in the branch; a lower bound): {100 * coverage['covered_share']:.2f} %. "
+             f"The one-branch hybrid solves {100 * coverage['hybrid_success_on_covered']:.2f} % of those"
+             + ("." if uncovered is None else f" and {100 * uncovered:.2f} % of the others (its LM leaving the branch)."),
+             "", f"One-branch DNN: `{info['network']}` (benchmarks/checkpoints/irb120), {info['steps']:,} steps, "
+             f"{info['training_seconds'] / 60:.1f} min of training.",
+             "The CPUs were shared with other work (the compiled LM runs its targets in parallel), so the times are indicative; "
+             f"{record['seconds']:.0f} s.",
+             "", "## Readings (where the abstract can be read more than one way)", "", *READINGS]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--targets", type=int, default=10_000, help="targets a set (default 10,000)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/paper_hybrid"), help="record folder")
+    parser = harness.make_parser(__file__, __doc__.split("\n")[0], out=f"{harness.RESULTS}/paper_hybrid")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="targets a set (default 10,000)")
     args = parser.parse_args(argv)
-    if args.targets < 1:
-        parser.exit(2, f"error: --targets must be at least 1, got {args.targets}\n")
-    start, threads = time.perf_counter(), torch.get_num_threads()
+    start, info = time.perf_counter(), harness.provenance(__file__, argv)
     record = measure(args.targets)
-    record |= {"seconds": time.perf_counter() - start, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "platform": f"{platform.machine()} {platform.processor() or platform.system()}", "threads": threads,
-               "cpus": os.cpu_count(),
-               "command": " ".join([COMMAND, *sys.argv[1:]] if argv is None else [COMMAND, *argv])}
+    record["seconds"] = time.perf_counter() - start
     text = markdown(record)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "paper_hybrid.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / "paper_hybrid.md").write_text(text)
+    harness.write_record(args.out, "paper_hybrid", record, text, info, title=title(record))
     print(text)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
