@@ -20,23 +20,16 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 import torch
 
-try:  # run as a script from a checkout without installing the package
-    import hik_sim  # noqa: F401
-except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 import pytorch_kinematics.transforms as pk
 
 from hik_sim.kinematics import rotations
@@ -64,7 +57,7 @@ def median_s(fn: Callable[[], object], repeats: int) -> float:
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
+    return harness.Timing.from_samples(samples).median_s
 
 
 def import_s(code: str, runs: int) -> float:
@@ -84,13 +77,8 @@ def backward(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Cal
     return run
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rotations_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=300)
-    parser.add_argument("--imports", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rotations"))
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+def measure(repeats: int, import_runs: int) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """The import times [s] and the timed cases' rows (median seconds a call, each side)."""
     generator = torch.Generator().manual_seed(0)
     quat32 = rotations.canonical_quaternion(torch.nn.functional.normalize(torch.randn(4096, 4, generator=generator), dim=-1))
     matrix32 = rotations.quaternion_to_matrix(quat32)
@@ -101,13 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
 
     def pair(name: str, ours: Callable[[], object], theirs: Callable[[], object], labels: tuple[str, str] = ("hik_sim", "pytorch-kinematics")) -> None:
-        a, b = median_s(ours, args.repeats), median_s(theirs, args.repeats)
+        a, b = median_s(ours, repeats), median_s(theirs, repeats)
         rows.append({"case": name, labels[0]: a, labels[1]: b, "ratio": b / a, "labels": list(labels)})
 
     chain_code = "import time; t = time.perf_counter(); import hik_sim.kinematics.chain; print(time.perf_counter() - t)"
     pk_code = ("import time; import hik_sim.kinematics.chain; t = time.perf_counter(); import pytorch_kinematics.transforms; "
                "print(time.perf_counter() - t)")
-    imports = {"hik_sim.kinematics.chain_s": import_s(chain_code, args.imports), "pytorch_kinematics.transforms_after_s": import_s(pk_code, args.imports)}
+    imports = {"hik_sim.kinematics.chain_s": import_s(chain_code, import_runs),
+               "pytorch_kinematics.transforms_after_s": import_s(pk_code, import_runs)}
     pair("matrix_to_quaternion f32 B=4096", lambda: rotations.matrix_to_quaternion(matrix32), lambda: pk_matrix_to_quaternion(matrix32))
     pair("matrix_to_quaternion f32 B=4096 fwd+bwd", backward(rotations.matrix_to_quaternion, matrix32), backward(pk_matrix_to_quaternion, matrix32))
     pair("matrix_to_quaternion f64 B=1", lambda: rotations.matrix_to_quaternion(matrix64), lambda: pk_matrix_to_quaternion(matrix64))
@@ -128,20 +117,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run
 
     pair("Chain.fk IRB120 f32 B=4096 fwd+bwd", fk_with(original), fk_with(pk_matrix_to_quaternion))
-    record = {"benchmark": "rotations", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "torch": torch.__version__,
-              "threads": 1, "repeats": args.repeats, "import": imports, "rows": rows}
-    lines = [f"import hik_sim.kinematics.chain: {imports['hik_sim.kinematics.chain_s']:.2f} s; importing pytorch_kinematics.transforms "
-             f"after it adds {imports['pytorch_kinematics.transforms_after_s']:.2f} s (best of {args.imports})", "",
-             "| case | first | median [µs] | second | median [µs] | second / first |", "|---|---|---:|---|---:|---:|"]
-    for row in rows:
-        first, second = row["labels"]  # type: ignore[misc]
-        lines.append(f"| {row['case']} | {first} | {row[first] * 1e6:.1f} | {second} | {row[second] * 1e6:.1f} | {row['ratio']:.2f} |")  # type: ignore[index]
-    table = "\n".join(lines)
+    return imports, rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/rotations")
+    parser.add_argument("--repeats", type=harness.at_least(1), default=300, help="timed calls per case (default 300)")
+    parser.add_argument("--imports", type=harness.at_least(1), default=3, help="fresh interpreters per import time, the best kept (default 3)")
+    args = parser.parse_args(argv)
+    with harness.torch_threads(1):
+        info = harness.provenance(__file__, argv)
+        imports, rows = measure(args.repeats, args.imports)
+    record = {"benchmark": "rotations", "repeats": args.repeats, "import": imports, "rows": rows}
+    header = ["case", "first", "median [µs]", "second", "median [µs]", "second / first"]
+    cells = [[row["case"], row["labels"][0], f"{row[row['labels'][0]] * 1e6:.1f}", row["labels"][1], f"{row[row['labels'][1]] * 1e6:.1f}",
+              f"{row['ratio']:.2f}"] for row in rows]
+    table = (f"import hik_sim.kinematics.chain: {imports['hik_sim.kinematics.chain_s']:.2f} s; importing pytorch_kinematics.transforms "
+             f"after it adds {imports['pytorch_kinematics.transforms_after_s']:.2f} s (best of {args.imports})\n\n"
+             + harness.markdown_table(header, cells, "llrlrr"))
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "rotations_bench.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    (args.out / "rotations_bench.md").write_text(f"`python benchmarks/rotations_bench.py --out {args.out}`, {record['date']}, one thread, "
-                                                 f"median of {args.repeats} calls after 20 untimed\n\n{table}\n", encoding="utf-8")
+    harness.write_record(args.out, "rotations_bench", record, f"One thread, median of {args.repeats} calls after 20 untimed.\n\n{table}", info)
     return 0
 
 
