@@ -8,6 +8,7 @@ means the figure is slower than on a quiet machine), and the phases the evaluato
 Usage::
 
     python benchmarks/main_job.py                          # -> benchmarks/results/main_job/main_job.{json,md}
+    python benchmarks/main_job.py --out /tmp/main_job       # another record folder
     python benchmarks/main_job.py --warm --label warm      # numba's kernels from its on-disk cache
     python benchmarks/main_job.py --label before --keep    # another row in the record; keep the run folder
     python benchmarks/main_job.py -- --robot panda         # arguments after -- go to the evaluator
@@ -15,20 +16,18 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results" / "main_job"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 
 
 def run_main_job(extra: list[str], keep: bool, cold: bool) -> dict:
@@ -72,43 +71,41 @@ def run_main_job(extra: list[str], keep: bool, cold: bool) -> dict:
     return record
 
 
+TITLE = "The main job: `python -m hik_sim.evaluate` (IRB120, default policies)"
+
+
 def markdown(rows: list[dict]) -> str:
-    """The record as a Markdown table."""
-    lines = ["# The main job: `python -m hik_sim.evaluate` (IRB120, default policies)", "",
-             "Command: `python benchmarks/main_job.py --label LABEL` (`--warm`: numba's on-disk cache serves its kernels; "
-             "else an empty cache, as on a fresh install). The evaluator runs with `--no-progress` into a temporary folder; "
-             "CPU is its user + system time, its ffmpeg encoders included. The commands of each row: docs/report.md.", "",
-             "| label | date | numba cache | total [s] | episodes [s] | videos [s] | report [s] | CPU [s] "
-             "| load before / after (1 min) | exit |",
-             "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    """The record as a Markdown table (the title and the latest run's provenance line go above it)."""
+    header = ["label", "date", "numba cache", "total [s]", "episodes [s]", "videos [s]", "report [s]", "CPU [s]", "load before / after (1 min)", "exit"]
+    cells = []
     for row in rows:
-        cells = {name: f"{row['phases'][name]:.1f}" if name in row.get("phases", {}) else "—" for name in ("episodes", "videos", "report")}
-        lines.append(f"| {row['label']} | {row['date']} | {row.get('numba_cache', '—')} | {row['total_s']:.1f} | {cells['episodes']} | {cells['videos']} "
-                     f"| {cells['report']} | {row['cpu_s']:.1f} | {row['load_before'][0]:.2f} / {row['load_after'][0]:.2f} "
-                     f"| {row['returncode']} |")
-    lines += ["", f"Machine: {platform.platform()}, {os.cpu_count()} cores (shared; the load column says how busy)."]
-    return "\n".join(lines) + "\n"
+        phases = [f"{row['phases'][name]:.1f}" if name in row.get("phases", {}) else "—" for name in ("episodes", "videos", "report")]
+        cells.append([row["label"], row["date"], row.get("numba_cache", "—"), f"{row['total_s']:.1f}", *phases, f"{row['cpu_s']:.1f}",
+                      f"{row['load_before'][0]:.2f} / {row['load_after'][0]:.2f}", row["returncode"]])
+    return ("Rows: `python benchmarks/main_job.py --label LABEL` (`--warm`: numba's on-disk cache serves its kernels; "
+            "else an empty cache, as on a fresh install); the line above is the latest run's. The evaluator runs with `--no-progress` "
+            "into a temporary folder; CPU is its user + system time, its ffmpeg encoders included. The commands of each row: docs/report.md. "
+            "The machine may be shared: the load column says how busy it was.\n\n" + harness.markdown_table(header, cells, "lllrrrrrlr") + "\n")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/main_job")
     parser.add_argument("--label", default="current", help="the row's label (default current)")
     parser.add_argument("--keep", action="store_true", help="keep the run folder")
     parser.add_argument("--fresh", action="store_true", help="start a new record instead of adding a row")
     parser.add_argument("--warm", action="store_true", help="let numba's on-disk cache serve the kernels (default: cold, "
                                                             "compiled as on a fresh install)")
     parser.add_argument("extra", nargs="*", help="evaluator arguments (after --)")
-    args = parser.parse_args()
-    path = RESULTS / "main_job.json"
-    row = {"label": args.label, "date": datetime.now(timezone.utc).isoformat(timespec="seconds")} | run_main_job(args.extra, args.keep, cold=not args.warm)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args = parser.parse_args(argv)
+    path = args.out / "main_job.json"
+    info = harness.provenance(__file__, argv)
+    row = {"label": args.label, "date": info["date"]} | run_main_job(args.extra, args.keep, cold=not args.warm)
     rows = [] if args.fresh or not path.is_file() else json.loads(path.read_text())["runs"]
     rows = [r for r in rows if r["label"] != args.label] + [row]
-    path.write_text(json.dumps({"runs": rows}, indent=2) + "\n")
-    (RESULTS / "main_job.md").write_text(markdown(rows))
-    print(markdown(rows))
+    text = markdown(rows)
+    harness.write_record(args.out, "main_job", {"runs": rows}, text, info, title=TITLE)
+    print(text)
     return 0 if row["returncode"] == 0 else 1
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
