@@ -89,7 +89,8 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/main_job")
+    # the record folder beside this file, so that a run from another folder (an older checkout's, docs/report.md) records here
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=str(Path(__file__).resolve().parent / "results" / "main_job"))
     parser.add_argument("--label", default="current", help="the row's label (default current)")
     parser.add_argument("--keep", action="store_true", help="keep the run folder")
     parser.add_argument("--fresh", action="store_true", help="start a new record instead of adding a row")
