@@ -8,7 +8,8 @@
 - one Markdown table writer, :func:`markdown_table`;
 - one record writer, :func:`write_record` (``<out>/<stem>.json`` with the provenance block first, ``<out>/<stem>.md``
   under the provenance line), and :func:`write_json` for a JSON file alone;
-- one :class:`Timing`, the summary of timed calls, and :func:`torch_threads` to time on a given number of threads.
+- one :class:`Timing`, the summary of timed calls, :func:`time_side_by_side` to time callables in turns, and
+  :func:`torch_threads` to time on a given number of threads.
 
 A script imports it as a sibling module (``import harness``): ``python benchmarks/x.py`` puts ``benchmarks/`` on
 ``sys.path``, and a script loaded by its path (the smoke tests) puts it there itself before the import.
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib.metadata
 import json
 import os
 import platform
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +42,8 @@ except ModuleNotFoundError:  # pragma: no cover - depends on how the script is s
 from hik_sim.errors import HikError
 
 __all__ = ["RESULTS", "make_parser", "add_robot", "add_robots", "add_quick", "add_progress", "at_least", "command_line",
-           "provenance", "provenance_line", "markdown_table", "write_json", "write_record", "Timing", "torch_threads"]
+           "provenance", "provenance_line", "version", "markdown_table", "write_json", "write_record", "Timing",
+           "time_side_by_side", "torch_threads"]
 
 RESULTS = "benchmarks/results"
 """The records' folder, relative to the repository's root (where the scripts are run from)."""
@@ -118,7 +122,8 @@ def command_line(script: str, argv: Sequence[str] | None) -> str:
     return shlex.join(["python", f"benchmarks/{Path(script).name}", *args])
 
 
-def _version(distribution: str) -> str:
+def version(distribution: str) -> str:
+    """The installed version of a distribution, or ``"not installed"``."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -163,7 +168,7 @@ def provenance(script: str, argv: Sequence[str] | None, **extra: Any) -> dict[st
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
-        "mujoco": _version("mujoco"),
+        "mujoco": version("mujoco"),
         "numpy": np.__version__,
     }
     return info | extra
@@ -259,6 +264,54 @@ class Timing:
         if values.size == 0:
             raise HikError("a Timing needs at least one timed call")
         return cls(float(np.median(values)), float(np.percentile(values, 95)), float(values.min()), int(values.size))
+
+
+def time_side_by_side(candidates: Sequence[tuple[Callable[[Any], object], Sequence[Any]]], calls: int,
+                      warmup: int, block: int = 1) -> list[Timing]:
+    """Time several callables call by call, interleaved so that they share the machine's state.
+
+    The candidates take turns in blocks of ``block`` consecutive calls (round robin), so a burst of
+    noise from the machine (another process, a slow core) hits every candidate alike rather than
+    whichever happened to be running. With ``block > 1`` each block starts with one untimed call, so
+    that per-call latencies are measured with warm caches: right after a torch call, a MuJoCo call of
+    a few µs runs several times slower on cold caches. The garbage collector is paused while timing,
+    as :mod:`timeit` does.
+
+    Args:
+        candidates: (callable, inputs) pairs; call i passes ``inputs[i % len(inputs)]``.
+        calls: timed calls per candidate.
+        warmup: untimed calls per candidate first.
+        block: consecutive calls of one candidate before the next takes its turn.
+
+    Returns:
+        One :class:`Timing` per candidate, in order.
+
+    Raises:
+        HikError: ``calls`` or ``block`` below 1, or ``warmup`` below 0.
+    """
+    if calls < 1 or block < 1 or warmup < 0:
+        raise HikError(f"calls and block must be at least 1 and warmup at least 0, got {calls}, {block}, {warmup}")
+    for fn, inputs in candidates:
+        for i in range(warmup):
+            fn(inputs[i % len(inputs)])
+    samples: list[list[float]] = [[] for _ in candidates]
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for first in range(0, calls, block):
+            for (fn, inputs), times in zip(candidates, samples):
+                if block > 1:
+                    fn(inputs[first % len(inputs)])
+                for i in range(first, min(first + block, calls)):
+                    arg = inputs[i % len(inputs)]
+                    start = time.perf_counter()
+                    fn(arg)
+                    times.append(time.perf_counter() - start)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return [Timing.from_samples(times) for times in samples]
 
 
 @contextlib.contextmanager

@@ -100,6 +100,18 @@ def test_timing_summarises_the_calls(harness: ModuleType) -> None:
         harness.Timing.from_samples([])
 
 
+def test_time_side_by_side_times_every_candidate_in_turns(harness: ModuleType) -> None:
+    calls: list[tuple[str, int]] = []
+    fast, slow = harness.time_side_by_side([(lambda x: calls.append(("fast", x)), [0, 1]),
+                                            (lambda x: calls.append(("slow", x)) or sum(range(20_000)), [2])], calls=6, warmup=1, block=3)
+    assert fast.calls == slow.calls == 6 and fast.median_s < slow.median_s
+    # one warm-up call each, then blocks of 3 timed calls, each block after one untimed call
+    assert calls[:2] == [("fast", 0), ("slow", 2)] and calls[2:6] == [("fast", 0), ("fast", 0), ("fast", 1), ("fast", 0)]
+    assert len(calls) == 2 + 2 * (2 * (1 + 3))
+    with pytest.raises(HikError):
+        harness.time_side_by_side([(print, [0])], calls=0, warmup=0)
+
+
 def test_torch_threads_restores_the_callers_count(harness: ModuleType) -> None:
     before = torch.get_num_threads()
     with pytest.raises(RuntimeError), harness.torch_threads(1):
