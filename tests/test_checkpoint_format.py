@@ -147,8 +147,8 @@ def test_the_package_holds_every_network_the_controllers_and_evaluator_use_and_n
     from hik_sim.evaluation.evaluate import EvalConfig
     from hik_sim.solvers.registry import SOLVER_NAMES, needs_network
 
-    default_networks = [p for p in EvalConfig().policies if p in SOLVER_NAMES and needs_network(p) and p not in ("closed_loop", "hybrid")]
-    assert default_networks == ["harmoatt", "mlp"]
+    default_networks = [p for p in EvalConfig().policies if needs_network(p) and p not in ("closed_loop", "hybrid")]
+    assert default_networks == ["harmoatt_4answers"] and not set(default_networks) & set(SOLVER_NAMES)
     for robot in robot_names():
         fallback = hybrid_fallback_name(robot)
         used = {hybrid_seed_name(robot), single_target_seed_name(robot), closed_loop_network_name(robot), *closed_loop_extra_names(robot),
@@ -172,7 +172,13 @@ def test_the_papers_baselines_load_from_a_checkout_and_say_where_they_live_when_
             assert pretrained_path(robot, name).parent == REPO / "benchmarks" / "checkpoints" / robot
     assert load_pretrained("irb120", "harmoatt_q6fixed").card.fixed_joints == {"joint_6": 0.0}
     monkeypatch.setenv(BENCHMARK_CHECKPOINTS_ENV, str(tmp_path / "absent"))  # as in an installed wheel: no folder
-    assert benchmark_checkpoints_dir() is None and "irb120/cycleik" not in pretrained_names() and "irb120/harmoatt" in pretrained_names()
+    assert benchmark_checkpoints_dir() is None and "irb120/cycleik" not in pretrained_names() and "irb120/harmoatt" not in pretrained_names()
+    assert "irb120/harmoatt_4answers" in pretrained_names()
+    from hik_sim.robots import get_robot
+    from hik_sim.solvers.registry import make_solver, solver_names
+
+    assert load_pretrained("irb120").card.model == "harmoatt"  # the default: the robot's shipped HarmoAtt-IK
+    assert "harmoatt" not in solver_names(get_robot("talos")) and len(make_solver("closed_loop", "talos").networks) == 1
     with pytest.raises(CheckpointError, match=r"irb120/cycleik is one of the seed papers' baselines and controls, which live in the "
                                               r"repository's benchmarks/checkpoints/irb120/ .*HIK_SIM_BENCHMARK_CHECKPOINTS"):
         load_pretrained("irb120", "cycleik")

@@ -203,7 +203,7 @@ def test_a_checkpoint_is_labelled_by_model_and_file_and_compared_with_the_shippe
     assert checkpoint_label("runs/x.pt", {}) == "x.pt"
     shipped = set(pretrained_names())
     args = _parser().parse_args(["--checkpoint", str(checkpoint)])
-    assert _policies(args, "irb120", shipped, ("harmoatt",)) == [str(checkpoint), "harmoatt", "hybrid", "multistart"]
+    assert _policies(args, "irb120", shipped, ("harmoatt",)) == [str(checkpoint), "harmoatt_4answers", "hybrid", "multistart"]
     assert _policies(args, "user_arm", shipped, ("harmoatt",)) == [str(checkpoint), "multistart"]  # nothing shipped to compare with
     args = _parser().parse_args(["--checkpoint", str(checkpoint), "--policy", "lm"])
     assert _policies(args, "irb120", shipped, ("harmoatt",)) == ["lm", str(checkpoint)]

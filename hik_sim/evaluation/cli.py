@@ -57,10 +57,10 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--policy", nargs="+", default=None, metavar="POLICY",
                         help=f"policies: {', '.join(POLICY_NAMES)}, a network shipped for the robot (e.g. "
-                             f"harmoatt_4answers on the irb120) or checkpoint paths (default: {' '.join(defaults.policies)}; "
+                             f"harmoatt_4answers, mlp_seed) or checkpoint paths (default: {' '.join(defaults.policies)}; "
                              f"for a robot with no shipped network: {' '.join(NETWORK_FREE_POLICIES)})")
     parser.add_argument("--checkpoint", default=None, help="a trained checkpoint (.safetensors) to evaluate, labelled by its model and file; "
-                                                           "compared with the robot's shipped harmoatt network and hybrid where it has "
+                                                           "compared with the robot's shipped HarmoAtt-IK network and hybrid where it has "
                                                            "them, and multistart; it also seeds --policy hybrid on a robot with no "
                                                            "shipped network")
     parser.add_argument("--env", nargs="+", default=list(defaults.envs), choices=["reach", "track"])
@@ -98,14 +98,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def _policies(args: argparse.Namespace, robot_name: str, shipped: set[str], defaults: tuple[str, ...]) -> list[str]:
     """The policies to run: ``--policy`` (with ``--checkpoint`` added), else with ``--checkpoint`` the network against the
-    robot's shipped harmoatt network and hybrid (where it has them) and multistart, else the defaults."""
+    robot's shipped HarmoAtt-IK network and hybrid (where it has them) and multistart, else the defaults."""
     from hik_sim.evaluation.config import NETWORK_FREE_POLICIES
+    from hik_sim.policies import hybrid_seed_name
 
     has_networks = any(n.startswith(f"{robot_name}/") for n in shipped)
     if args.policy:
         return list(args.policy) + ([args.checkpoint] if args.checkpoint else [])
     if args.checkpoint:
-        peers = (["harmoatt"] if f"{robot_name}/harmoatt" in shipped else []) + (["hybrid"] if has_networks else [])
+        seed = hybrid_seed_name(robot_name)
+        peers = ([seed] if f"{robot_name}/{seed}" in shipped else []) + (["hybrid"] if has_networks else [])
         return [args.checkpoint, *peers, "multistart"]
     return list(defaults) if has_networks else list(NETWORK_FREE_POLICIES)
 

@@ -9,12 +9,17 @@ from dataclasses import dataclass
 from hik_sim.errors import HikError
 from hik_sim.solvers.registry import BASELINE_NAMES, SOLVER_NAMES
 
-__all__ = ["EvalConfig", "LIMITS", "NETWORK_FREE_POLICIES", "POLICY_NAMES", "VIDEO_CHOICES"]
+__all__ = ["EvalConfig", "DEFAULT_POLICIES", "LIMITS", "NETWORK_FREE_POLICIES", "POLICY_NAMES", "VIDEO_CHOICES"]
 
 POLICY_NAMES: tuple[str, ...] = tuple(n for n in SOLVER_NAMES if n not in BASELINE_NAMES)
-"""The policies every robot with shipped networks runs (harmoatt, mlp, closed_loop, hybrid, multistart,
-lm, dm_control); every name of :func:`hik_sim.solvers.registry.make_solver` is a policy, the baselines
-``cycleik`` and ``regression`` where shipped, any other shipped network and a checkpoint path too."""
+"""The policies' fixed names (harmoatt, mlp, closed_loop, hybrid, multistart, lm, dm_control; ``harmoatt``
+and ``mlp``, the equal-time pair, from a checkout); every name of :func:`hik_sim.solvers.registry.make_solver`
+is a policy: the baselines ``cycleik`` and ``regression`` where found, any shipped network such as
+``harmoatt_4answers``, and a checkpoint path too."""
+DEFAULT_POLICIES: tuple[str, ...] = ("harmoatt_4answers", "closed_loop", "hybrid", "lm")
+"""The default policies of a robot with shipped networks: its HarmoAtt-IK network alone, that network
+closed on its own error, the hybrid (HarmoAtt-IK seed + LM, the default controller) and the LM without
+a network (what the network adds)."""
 NETWORK_FREE_POLICIES: tuple[str, ...] = ("lm", "multistart")
 """The default policies of a robot no network is shipped for (``dm_control`` needs none either)."""
 VIDEO_CHOICES: tuple[str, ...] = ("side-by-side", "all", "none")
@@ -37,10 +42,8 @@ class EvalConfig:
     """What the evaluator runs.
 
     Attributes:
-        policies: policy names (``harmoatt``, ``mlp``, ``closed_loop``, ``hybrid``, ``multistart``, ``lm``,
-            ``dm_control``) or checkpoint paths. The default: the paper's pair (the one-answer HarmoAtt-IK
-            network and its parameter-matched MLP, each alone), the product's network-alone controller
-            (``closed_loop``: the four-answer networks closed on their own error) and the hybrid.
+        policies: policy names (:data:`POLICY_NAMES`, a shipped network's name) or checkpoint paths; the
+            default: :data:`DEFAULT_POLICIES`.
         envs: ``reach`` and/or ``track``.
         trajectory: Track's trajectory.
         speed: Track's speed [m/s].
@@ -62,7 +65,7 @@ class EvalConfig:
             for (``--checkpoint``); a robot with shipped networks uses its own seed network.
     """
 
-    policies: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid")
+    policies: tuple[str, ...] = DEFAULT_POLICIES
     envs: tuple[str, ...] = ("reach", "track")
     trajectory: str = "figure_eight"
     speed: float = 0.1

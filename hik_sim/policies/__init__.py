@@ -1,8 +1,10 @@
 """Policies: the IK networks hik_sim ships (by robot and model name) and the IK controller for the environments.
 
 The networks the controllers and the evaluator's default policies use ship with the package
-(:data:`PRETRAINED_DIR`); the seed papers' baselines and controls (CycleIK, regression networks, the
-IRB120's fixed-joint-6 networks) live in the repository's ``benchmarks/checkpoints/<robot>/``
+(:data:`PRETRAINED_DIR`): each robot's four-answer HarmoAtt-IK (``harmoatt_4answers``), its small
+``mlp_seed`` and the IRB120's map network. The seed papers' baselines and controls (the one-answer
+HarmoAtt-IK and MLP pair of the equal-time comparison, CycleIK, regression networks, the IRB120's
+fixed-joint-6 networks) live in the repository's ``benchmarks/checkpoints/<robot>/``
 (:data:`BENCHMARK_NETWORKS`), found from a checkout or the folder named by ``HIK_SIM_BENCHMARK_CHECKPOINTS``.
 A checkpoint is ``<name>.safetensors`` with its card ``<name>.json`` (:mod:`hik_sim.learning.checkpoint`).
 """
@@ -30,8 +32,8 @@ PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 """The networks that ship with the package: ``<robot>/<name>.safetensors`` and ``<robot>/<name>.json``."""
 
 BENCHMARK_NETWORKS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("panda", "talos", "romeo", "icub", "g1", "jvrc1"), ("cycleik",)),
-    "irb120": ("cycleik", "regression", "regression_q6fixed", "regression_one_branch", "harmoatt_q6fixed"),
+    **dict.fromkeys(("panda", "talos", "romeo", "icub", "g1", "jvrc1"), ("harmoatt", "mlp", "cycleik")),
+    "irb120": ("harmoatt", "mlp", "cycleik", "regression", "regression_q6fixed", "regression_one_branch", "harmoatt_q6fixed"),
 }
 """The seed papers' baselines and controls, by robot: in the repository's ``benchmarks/checkpoints/<robot>/``, not in the wheel."""
 
@@ -141,19 +143,16 @@ def closed_loop_network_name(robot: str) -> str:
 def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
     """The further shipped networks whose answers join the closed-loop network's in the ``closed_loop`` policy.
 
-    The robot's one-answer ``harmoatt`` beside its ``harmoatt_4answers`` (where both are shipped): an
-    ensemble of five answers. Where all four answers of the four-answer network fail together, the
-    other network's often does not: on TALOS's figure-eight (90.6 → 1.6 mm RMS) and on Reach goals
-    (``env_bench.py --controllers closed_loop_four_answers closed_loop``; docs/networks.md).
-    Adding the MLP too did not help (the G1: Reach the same, Track 1.9 → 2.8 mm, a development script).
-    Then the robot's :func:`hybrid_fallback_name` network, where it has one (the IRB120's map network: its
+    The robot's :func:`hybrid_fallback_name` network, where it has one: the IRB120's map network (its
     148 k closed-loop network's misses are wrong branches that the corrections do not leave, the map
-    network's near ones that they close; docs/networks.md).
+    network's near ones that they close; docs/networks.md). Elsewhere none: the one-answer ``harmoatt``
+    of the equal-time comparison, a second network for the closed loop where the package carried it,
+    lives with the benchmarks' networks (:data:`BENCHMARK_NETWORKS`); what the closed loop gives without
+    it is in docs/results.md.
     """
     main = closed_loop_network_name(robot)
-    one = ("harmoatt",) if main != "harmoatt" and _find(robot, "harmoatt") is not None else ()
     fallback = hybrid_fallback_name(robot)
-    return one + ((fallback,) if fallback is not None and fallback != main else ())
+    return (fallback,) if fallback is not None and fallback != main else ()
 
 
 def pretrained_path(robot: str, model: str) -> Path:
@@ -173,13 +172,14 @@ def pretrained_path(robot: str, model: str) -> Path:
     raise CheckpointError(f"no shipped checkpoint {robot}/{model}; shipped: {', '.join(pretrained_names()) or 'none'}")
 
 
-def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork
+def load_pretrained(robot: str, model: str | None = None, map_location: str = "cpu"):  # noqa: ANN201 - IKNetwork
     """The shipped IK network of a registered robot, checked against that robot's URDF.
 
     Args:
         robot: registered robot name.
-        model: ``harmoatt``, ``mlp``, or another shipped name such as ``harmoatt_4answers`` (or, from a checkout,
-            one of :data:`BENCHMARK_NETWORKS` such as ``harmoatt_q6fixed``).
+        model: a shipped name such as ``harmoatt_4answers`` or ``mlp_seed`` (or, from a checkout, one of
+            :data:`BENCHMARK_NETWORKS` such as ``harmoatt`` or ``cycleik``); None: the robot's HarmoAtt-IK,
+            :func:`hybrid_seed_name`.
         map_location: where the weights go.
 
     Returns:
@@ -192,6 +192,6 @@ def load_pretrained(robot: str, model: str = "harmoatt", map_location: str = "cp
     from hik_sim.robots import get_robot
 
     spec = get_robot(robot)
-    network, card = load_checkpoint(pretrained_path(robot, model), robot=spec, map_location=map_location)
+    network, card = load_checkpoint(pretrained_path(robot, hybrid_seed_name(robot) if model is None else model), robot=spec, map_location=map_location)
     network.card = card
     return network

@@ -111,9 +111,9 @@ class IKController:
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
                 closed-loop network, ``closed_loop_network_name``, closed on its own error by
                 :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
-                least-squares solver), ``harmoatt``, ``mlp``, ``cycleik`` or ``regression`` (that shipped
-                network alone, open loop, where shipped for the robot; so is any other network shipped
-                for it, e.g. ``harmoatt_4answers``, and a checkpoint path), ``multistart`` (LM from the
+                least-squares solver), a shipped network's name such as ``harmoatt_4answers`` (that
+                network alone, open loop; from a checkout also ``harmoatt``, ``mlp``, ``cycleik`` or
+                ``regression`` where trained), a checkpoint path, ``multistart`` (LM from the
                 current joints, then random seeds, 10 in all), ``lm`` (LM from the current joints, then
                 up to 49 random restarts, single-target path), ``dm_control``. The network kinds need a
                 network shipped for the robot; for a robot without one, build

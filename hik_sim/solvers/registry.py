@@ -1,7 +1,7 @@
 """One registry from a name to an IK solver, used by the controller, the evaluator, the experiments and the benchmarks.
 
 A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (e.g.
-``harmoatt_4answers`` on the IRB120), or a checkpoint path (``.pt``):
+``harmoatt_4answers``), or a checkpoint path (``.safetensors``):
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
   network alone, open loop (:class:`~hik_sim.solvers.neural.NeuralIK`); a checkpoint path likewise.
@@ -44,8 +44,10 @@ __all__ = ["SOLVER_NAMES", "NETWORK_NAMES", "SEEDED_NAMES", "NETWORK_FREE_NAMES"
            "make_solver", "solver_names", "shipped_networks", "is_checkpoint", "needs_network"]
 
 NETWORK_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "cycleik", "regression")
-"""The model families: each name is that network shipped for the robot, alone (``harmoatt`` and
-``mlp`` are shipped for every registered robot, ``cycleik`` and ``regression`` where trained)."""
+"""The model families: each name is that network of the robot, alone. The papers' networks, found from a
+checkout (:data:`hik_sim.policies.BENCHMARK_NETWORKS`): ``harmoatt`` and ``mlp``, the one-answer pair of
+the equal-time comparison, for every registered robot, ``cycleik`` and ``regression`` where trained. The
+package's own HarmoAtt-IK is ``harmoatt_4answers``, a shipped network's name."""
 SEEDED_NAMES: tuple[str, ...] = ("closed_loop", "hybrid")
 """The names built on the robot's seed network (or on ``network=``)."""
 NETWORK_FREE_NAMES: tuple[str, ...] = ("multistart", "lm", "dm_control")
@@ -53,8 +55,8 @@ NETWORK_FREE_NAMES: tuple[str, ...] = ("multistart", "lm", "dm_control")
 BASELINE_NAMES: tuple[str, ...] = ("cycleik", "regression")
 """The seed papers' baseline networks, shipped for some robots only (docs/paper_models.md)."""
 SOLVER_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "closed_loop", "hybrid", *NETWORK_FREE_NAMES, *BASELINE_NAMES)
-"""Every fixed name :func:`make_solver` takes (besides other shipped networks and checkpoint paths):
-first the ones every robot with shipped networks runs, then the papers' baselines, shipped for some."""
+"""Every fixed name :func:`make_solver` takes (besides other shipped networks and checkpoint paths): the
+equal-time pair (from a checkout), the ones every robot with shipped networks runs, then the papers' baselines."""
 
 NetworkArg = Union["IKNetwork", str, Path, None]
 

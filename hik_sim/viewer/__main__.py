@@ -3,7 +3,7 @@
 Examples::
 
     python -m hik_sim.viewer                                  # irb120, hybrid policy, http://127.0.0.1:8080 (this machine only)
-    python -m hik_sim.viewer --robot panda --policy harmoatt --port 8081
+    python -m hik_sim.viewer --robot panda --policy harmoatt_4answers --port 8081
     python -m hik_sim.viewer --urdf arm.urdf --base base --ee tool --policy lm
     python -m hik_sim.viewer --backend mujoco                 # MuJoCo's own window (needs a display)
     python -m hik_sim.viewer --host 0.0.0.0                   # every interface: anyone who reaches the port drives it
@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     from hik_sim.sim import ensure_headless_gl
 
     parser = argparse.ArgumentParser(prog="python -m hik_sim.viewer", description=main.__doc__,
-                                     epilog="policies: harmoatt, mlp, closed_loop, hybrid, multistart, lm, dm_control, any other "
-                                            "network shipped for the robot, or a checkpoint path (.safetensors)")
+                                     epilog="policies: closed_loop, hybrid, multistart, lm, dm_control, a network shipped for the robot "
+                                            "(harmoatt_4answers, mlp_seed; from a checkout also harmoatt, mlp, cycleik), or a "
+                                            "checkpoint path (.safetensors)")
     add_robot_arguments(parser)
     parser.add_argument("--policy", default=None, help="the IK policy (default: hybrid where a network is shipped for the robot, "
                                                        "else lm); switch it live in the page's dropdown")
