@@ -53,16 +53,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib.metadata
-import json
 import os
-import platform
 import re
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -70,11 +65,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-try:  # run as a script from a checkout without installing the package
-    import hik_sim  # noqa: F401
-except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
+from harness import Timing, time_side_by_side  # noqa: E402
 from hik_sim.robots.cli import add_robot_arguments, robot_from_args
 from hik_sim.errors import HikError
 from hik_sim.kinematics.chain import Chain, reference_chain
@@ -136,29 +129,6 @@ QUICK = BenchConfig(batch=64, repeats=5, warmup=2, calls=50, single_warmup=3, po
 
 
 @dataclass(frozen=True)
-class Timing:
-    """Wall-clock time of one callable.
-
-    Attributes:
-        median_s: median time per call [s].
-        p95_s: 95th percentile [s].
-        min_s: fastest call [s].
-        calls: number of timed calls.
-    """
-
-    median_s: float
-    p95_s: float
-    min_s: float
-    calls: int
-
-    @classmethod
-    def from_samples(cls, samples: Sequence[float]) -> "Timing":
-        """Summarise per-call times [s]."""
-        values = np.asarray(samples, dtype=float)
-        return cls(float(np.median(values)), float(np.percentile(values, 95)), float(values.min()), len(values))
-
-
-@dataclass(frozen=True)
 class Row:
     """One line of the result: a hik_sim path against the reference on one task.
 
@@ -208,48 +178,6 @@ class Row:
         data["reference_configs_per_s"] = self.batch / self.reference.median_s
         data["hik_sim_configs_per_s"] = self.batch / self.hik_sim.median_s
         return data
-
-
-def time_side_by_side(candidates: Sequence[tuple[Callable[[Any], object], Sequence[Any]]], calls: int,
-                      warmup: int, block: int = 1) -> list[Timing]:
-    """Time several callables call by call, interleaved so that they share the machine's state.
-
-    The candidates take turns in blocks of ``block`` consecutive calls (round robin), so a burst of
-    noise from the machine (another process, a slow core) hits the reference and the hik_sim path
-    alike rather than whichever happened to be running. With ``block > 1`` each block starts with
-    one untimed call, so that per-call latencies are measured with warm caches: right after a
-    torch call, a MuJoCo call of a few µs runs several times slower on cold caches.
-
-    Args:
-        candidates: (callable, inputs) pairs; call i passes ``inputs[i % len(inputs)]``.
-        calls: timed calls per candidate.
-        warmup: untimed calls per candidate first.
-        block: consecutive calls of one candidate before the next takes its turn.
-
-    Returns:
-        One :class:`Timing` per candidate, in order.
-    """
-    for fn, inputs in candidates:
-        for i in range(warmup):
-            fn(inputs[i % len(inputs)])
-    samples: list[list[float]] = [[] for _ in candidates]
-    gc.collect()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for first in range(0, calls, block):
-            for (fn, inputs), times in zip(candidates, samples):
-                if block > 1:
-                    fn(inputs[first % len(inputs)])
-                for i in range(first, min(first + block, calls)):
-                    arg = inputs[i % len(inputs)]
-                    start = time.perf_counter()
-                    fn(arg)
-                    times.append(time.perf_counter() - start)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return [Timing.from_samples(times) for times in samples]
 
 
 # --- agreement -----------------------------------------------------------------------------------
@@ -445,38 +373,12 @@ def benchmark_robot(robot: RobotSpec, cfg: BenchConfig, progress: bool = True) -
 # --- reporting ------------------------------------------------------------------------------------
 
 
-def machine_info() -> dict[str, Any]:
-    """Platform, CPU, library versions, torch threads and the date of this run."""
-
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    cpu_model = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
+def machine_info(argv: Sequence[str] | None) -> dict[str, Any]:
+    """The provenance block (:func:`harness.provenance`) with what the timings here also depend on: the CPUs this process
+    may use, torch's inter-op threads, pytorch-kinematics' version."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "load_average_1min": load_average(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu_model": cpu_model,
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": affinity,
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "torch_interop_threads": torch.get_num_interop_threads(),
-        "mujoco": version("mujoco"),
-        "pytorch_kinematics": version("pytorch-kinematics"),
-        "numpy": np.__version__,
-    }
+    return harness.provenance(__file__, argv, cpus_usable=affinity, torch_interop_threads=torch.get_num_interop_threads(),
+                              pytorch_kinematics=harness.version("pytorch-kinematics"))
 
 
 class CpuShare:
@@ -511,14 +413,6 @@ class CpuShare:
             return None
         busy, total, own = (e - s for e, s in zip(end, self._start))
         return min(max((busy - own) / total, 0.0), 1.0)
-
-
-def load_average() -> float | None:
-    """The 1-minute load average, where the platform has one: other work on the machine skews timings."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
 
 
 def format_seconds(seconds: float) -> str:
@@ -556,25 +450,19 @@ def _agreement_cell(row: Row) -> str:
 
 def markdown_table(rows: Sequence[Row]) -> str:
     """The rows as a Markdown table: robot, measurement, reference, hik_sim, speed-up, agreement."""
-    lines = [
-        f"| robot | measurement | reference ({REFERENCE}) | hik_sim | speed-up | agreement (max gap) |",
-        "|---|---|---|---|---:|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row.robot} | {row.description}: `{row.implementation}` | {_timing_cell(row.reference, row.batch)} "
-            f"| {_timing_cell(row.hik_sim, row.batch)} | {row.speedup:.1f}× | {_agreement_cell(row)} |"
-        )
-    return "\n".join(lines)
+    header = ["robot", "measurement", f"reference ({REFERENCE})", "hik_sim", "speed-up", "agreement (max gap)"]
+    cells = [[row.robot, f"{row.description}: `{row.implementation}`", _timing_cell(row.reference, row.batch), _timing_cell(row.hik_sim, row.batch),
+              f"{row.speedup:.1f}×", _agreement_cell(row)] for row in rows]
+    return harness.markdown_table(header, cells, "llllrl")
 
 
 def machine_line(info: dict[str, Any]) -> str:
-    """One-line summary of :func:`machine_info` for the console."""
+    """:func:`machine_info` in one line for the console: the provenance line, pytorch-kinematics' version and the other
+    processes' share of the CPU time."""
     others = info.get("other_processes_cpu_share")
     share = "unknown" if others is None else f"{others:.0%}"
-    return (f"{info['date']} · {info['platform']} · {info['cpu_model']} · {info['cpu_count']} CPUs · "
-            f"torch {info['torch']} ({info['torch_threads']} threads) · mujoco {info['mujoco']} · "
-            f"pytorch-kinematics {info['pytorch_kinematics']} · other processes' CPU share during the run: {share}")
+    return (f"{harness.provenance_line(info)} · pytorch-kinematics {info['pytorch_kinematics']} · "
+            f"other processes' CPU share during the run: {share}")
 
 
 # --- command line ---------------------------------------------------------------------------------
@@ -582,19 +470,15 @@ def machine_line(info: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    parser = argparse.ArgumentParser(
-        prog="kinematics_bench",
-        description="Time hik_sim's FK/Jacobian paths against pytorch-kinematics and check that they agree.",
-    )
+    parser = harness.make_parser(__file__, "Time hik_sim's FK/Jacobian paths against pytorch-kinematics and check that they agree.")
     add_robot_arguments(parser)
     parser.add_argument("--all", action="store_true", help=f"every registered robot: {', '.join(robot_names())}")
     parser.add_argument("--batch", type=int, default=None, help=f"configurations per batched call (default {BenchConfig.batch}; --quick {QUICK.batch})")
     parser.add_argument("--repeats", type=int, default=None, help=f"timed calls per batched measurement (default {BenchConfig.repeats}; --quick {QUICK.repeats})")
     parser.add_argument("--calls", type=int, default=None, help=f"timed single-target calls per implementation (default {BenchConfig.calls}; --quick {QUICK.calls})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampled configurations (default 0)")
-    parser.add_argument("--quick", action="store_true", help="a tiny configuration for a smoke test (a few seconds)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="folder for the JSON (default benchmarks/results)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    harness.add_quick(parser, "a tiny configuration for a smoke test (a few seconds)")
+    harness.add_progress(parser)
     return parser
 
 
@@ -657,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not robots:
         parser.error("no robot could be loaded")
 
-    info = machine_info()
+    info = machine_info(argv)
     cpu_share = CpuShare()
     cpu_share.start()
     rows: list[Row] = []
@@ -673,18 +557,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"B={cfg.batch}, median of {cfg.repeats} timed calls (single target: {cfg.calls} calls, median and p95)\n")
     print(markdown_table(rows))
 
-    path = output_path(args.out, robots, args.all)
-    path.parent.mkdir(parents=True, exist_ok=True)
     record = {
+        "provenance": info,
         "benchmark": "kinematics",
         "reference": REFERENCE,
-        "machine": info,
         "config": asdict(cfg),
         "robots": [{"name": r.name, "dof": len(r.joint_names), "urdf": str(r.urdf), "source": r.source} for r in robots],
         "skipped": skipped,
         "rows": [row.to_json() for row in rows],
     }
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    path = harness.write_json(output_path(args.out, robots, args.all), record)
     print(f"\nwrote {path}")
     wrong = [f"{row.robot} {row.measurement} ({row.implementation})" for row in rows if not row.agrees]
     if wrong:

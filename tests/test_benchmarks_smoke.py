@@ -68,9 +68,10 @@ def test_quick_run_writes_rows_with_timings_and_agreement(bench: ModuleType, tmp
     assert any("pos_gap_m" in row["agreement"] for row in rows)
     assert any("jac_gap" in row["agreement"] for row in rows)
 
-    machine = record["machine"]
-    for key in ("platform", "cpu_count", "torch", "mujoco", "pytorch_kinematics", "torch_threads", "date"):
-        assert machine[key], key
+    provenance = record["provenance"]
+    for key in ("command", "platform", "cpu_count", "torch", "mujoco", "pytorch_kinematics", "torch_threads", "date"):
+        assert provenance[key], key
+    assert provenance["command"].startswith("python benchmarks/kinematics_bench.py --robot irb120 --quick")
     assert record["config"]["quick"] is True
 
     out = capsys.readouterr().out
