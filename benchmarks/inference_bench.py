@@ -46,26 +46,19 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
-try:  # run as a script from a checkout without installing the package
-    import hik_sim  # noqa: F401
-except ModuleNotFoundError:  # pragma: no cover - depends on how the script is started
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
+from harness import Timing  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.fast_numpy import normalised_input
 from hik_sim.learning.fast_network import FastIKNetwork, numba_available
@@ -118,21 +111,6 @@ QUICK = BenchConfig(calls=30, warmup=2, block=10, pool=20, batches=2, quick=True
 
 
 @dataclass(frozen=True)
-class Timing:
-    """Per-call wall-clock time of one path [s]."""
-
-    median_s: float
-    p95_s: float
-    min_s: float
-    calls: int
-
-    @classmethod
-    def from_samples(cls, samples: Sequence[float]) -> "Timing":
-        values = np.asarray(samples, dtype=float)
-        return cls(float(np.median(values)), float(np.percentile(values, 95)), float(values.min()), len(values))
-
-
-@dataclass(frozen=True)
 class Row:
     """One network's measurements.
 
@@ -173,30 +151,6 @@ class Row:
 def shipped_networks() -> list[str]:
     """Every shipped network as ``robot/name``, in the index's order."""
     return list(json.loads((PRETRAINED_DIR / "index.json").read_text(encoding="utf-8")))
-
-
-def time_side_by_side(paths: Sequence[tuple[Callable[[Any], object], Sequence[Any]]], cfg: BenchConfig) -> list[Timing]:
-    """Time the paths call by call, in turns of ``cfg.block`` calls, so that machine noise hits all alike."""
-    for fn, inputs in paths:
-        for i in range(cfg.warmup):
-            fn(inputs[i % len(inputs)])
-    samples: list[list[float]] = [[] for _ in paths]
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for first in range(0, cfg.calls, cfg.block):
-            for (fn, inputs), times in zip(paths, samples):
-                fn(inputs[first % len(inputs)])  # untimed: warm caches after the other paths
-                for i in range(first, min(first + cfg.block, cfg.calls)):
-                    arg = inputs[i % len(inputs)]
-                    start = time.perf_counter()
-                    fn(arg)
-                    times.append(time.perf_counter() - start)
-    finally:
-        if was_enabled:
-            gc.enable()
-    return [Timing.from_samples(times) for times in samples]
 
 
 def time_batches(paths: Sequence[tuple[Callable[[Any], object], Any]], cfg: BenchConfig) -> list[Timing]:
@@ -278,7 +232,7 @@ def benchmark_network(name: str, cfg: BenchConfig) -> Row:
         feeds[path_name] = [{"pos": p[None].astype(dtype), "quat": q[None].astype(dtype)} for p, q in arrays]
         paths[path_name] = (lambda feed, s=session: s.run(["answers"], feed), feeds[path_name])
 
-    timings = dict(zip(paths, time_side_by_side(list(paths.values()), cfg)))
+    timings = dict(zip(paths, harness.time_side_by_side(list(paths.values()), cfg.calls, cfg.warmup, cfg.block)))
 
     big_pos, big_quat = targets.pos[:BATCH], targets.quat[:BATCH]
     big_arrays = [(big_pos[i].numpy().copy(), big_quat[i].numpy().copy()) for i in range(BATCH)]
@@ -315,70 +269,40 @@ def markdown_table(rows: Sequence[Row]) -> str:
     """Batch 1: one line per network, median (p95) per path and the largest gap to the float64 torch network;
     then batch 1,024: median time of a whole batch per path."""
     present = [p for p in FAST_PATHS if any(p in row.timings for row in rows)]
-    header = ["network", "params", "H", "torch `IKNetwork.solve`"] + [f"{p}" for p in present] + ["max gap to float64 torch [rad]"]
-    lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|" + "---:|" * (1 + len(present)) + "---|"]
+    header = ["network", "params", "H", "torch `IKNetwork.solve`", *present, "max gap to float64 torch [rad]"]
+    cells = []
     for row in rows:
-        cells = [row.network, f"{row.parameters / 1e3:.0f} k", str(row.hypotheses),
-                 f"{_us(row.timings['torch'].median_s)} ({_us(row.timings['torch'].p95_s)})"]
-        for path in present:
-            timing = row.timings.get(path)
-            if timing is None:
-                cells.append("—")
-                continue
-            mark = " ✓" if timing.median_s <= TARGET_S else ""
-            cells.append(f"{_us(timing.median_s)} ({_us(timing.p95_s)}){mark}")
-        cells.append(", ".join(f"{path} {gap:.1e}" for path, gap in row.gaps.items()))
-        lines.append("| " + " | ".join(cells) + " |")
+        timings = [row.timings.get(path) for path in present]
+        cells.append([row.network, f"{row.parameters / 1e3:.0f} k", row.hypotheses,
+                      f"{_us(row.timings['torch'].median_s)} ({_us(row.timings['torch'].p95_s)})",
+                      *("—" if t is None else f"{_us(t.median_s)} ({_us(t.p95_s)})" + (" ✓" if t.median_s <= TARGET_S else "") for t in timings),
+                      ", ".join(f"{path} {gap:.1e}" for path, gap in row.gaps.items())])
     batch_paths = [p for p in ("torch", "numba", "numpy", *ONNX_PATHS) if any(p in row.batch for row in rows)]
-    lines += ["", f"Batch {BATCH:,}: median time of one batch (torch `IKNetwork.solve_all` on the batch, FastIKNetwork "
-              "`solve_all` pose by pose, onnxruntime's graph on the batch)", "",
-              "| network | " + " | ".join(batch_paths) + " |", "|---|" + "---:|" * len(batch_paths)]
-    for row in rows:
-        lines.append(f"| {row.network} | " + " | ".join(_ms(row.batch[p].median_s) if p in row.batch else "—" for p in batch_paths) + " |")
-    return "\n".join(lines)
+    batch_cells = [[row.network, *(_ms(row.batch[p].median_s) if p in row.batch else "—" for p in batch_paths)] for row in rows]
+    return (harness.markdown_table(header, cells, "lrrr" + "r" * len(present) + "l") + "\n\n"
+            f"Batch {BATCH:,}: median time of one batch (torch `IKNetwork.solve_all` on the batch, FastIKNetwork "
+            "`solve_all` pose by pose, onnxruntime's graph on the batch)\n\n"
+            + harness.markdown_table(["network", *batch_paths], batch_cells, "l" + "r" * len(batch_paths)))
 
 
-def machine_info() -> dict[str, Any]:
-    """Platform, CPU, library versions and threads of this run."""
-
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    cpu_model = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        load = None
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-            "python": platform.python_version(), "cpu_model": cpu_model, "cpu_count": os.cpu_count(),
-            "load_average_1min": load, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "numpy": np.__version__, "numba": version("numba"), "onnxruntime": version("onnxruntime"),
-            "scipy": version("scipy"), "mujoco": version("mujoco")}
+def machine_info(argv: Sequence[str] | None) -> dict[str, Any]:
+    """The provenance block (:func:`harness.provenance`) with the versions of the other paths' libraries."""
+    return harness.provenance(__file__, argv, numba=harness.version("numba"), onnxruntime=harness.version("onnxruntime"),
+                              scipy=harness.version("scipy"))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    parser = argparse.ArgumentParser(prog="inference_bench", description="Latency of the shipped networks at batch 1 and 1,024: "
-                                     "torch, hik_sim.learning.fast_network and onnxruntime, with their agreement.")
+    parser = harness.make_parser(__file__, "Latency of the shipped networks at batch 1 and 1,024: torch, hik_sim.learning.fast_network and "
+                                 "onnxruntime, with their agreement.", out=f"{harness.RESULTS}/inference")
     parser.add_argument("--networks", nargs="+", default=None, metavar="ROBOT/NAME",
                         help="shipped networks to measure (default: every shipped network)")
     parser.add_argument("--calls", type=int, default=None, help=f"timed calls per path (default {BenchConfig.calls}; --quick {QUICK.calls})")
     parser.add_argument("--batches", type=int, default=None,
                         help=f"timed batches of {BATCH} poses per path (default {BenchConfig.batches}; --quick {QUICK.batches})")
     parser.add_argument("--pool", type=int, default=None, help=f"target poses (default {BenchConfig.pool}; --quick {QUICK.pool})")
-    parser.add_argument("--quick", action="store_true", help="a tiny configuration for a smoke test")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/inference"),
-                        help="folder for the JSON and Markdown (default benchmarks/results/inference)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    harness.add_quick(parser, "a tiny configuration for a smoke test")
+    harness.add_progress(parser)
     return parser
 
 
@@ -403,28 +327,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [n for n in names if n not in known]
     if unknown:
         parser.error(f"not shipped: {', '.join(unknown)}; networks: {', '.join(sorted(known))}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        info = machine_info()
+    with harness.torch_threads(1):  # the caller's count restored after: a test session keeps its threads
+        info = machine_info(argv)
         rows = [benchmark_network(name, cfg) for name in tqdm(names, desc="networks", file=sys.stderr, disable=args.no_progress)]
-    finally:
-        torch.set_num_threads(threads)  # as it was: a caller (a test session) keeps its threads
-    head = (f"{info['date']} · {info['cpu_model']} · {info['cpu_count']} CPUs · load {info['load_average_1min']} · torch "
-            f"{info['torch']} (1 thread) · numba {info['numba']} · onnxruntime {info['onnxruntime']}\n\n"
-            f"batch 1, median (p95) of {cfg.calls} calls per path after {cfg.warmup} untimed (warm-up: compilation and first "
-            f"calls excluded); ✓: within {TARGET_S * 1e6:.0f} µs; batch {BATCH:,}: median of {cfg.batches} batches after 2 untimed\n")
+    head = (f"numba {info['numba']} · onnxruntime {info['onnxruntime']}; batch 1, median (p95) of {cfg.calls} calls per path after "
+            f"{cfg.warmup} untimed (warm-up: compilation and first calls excluded); ✓: within {TARGET_S * 1e6:.0f} µs; batch {BATCH:,}: "
+            f"median of {cfg.batches} batches after 2 untimed\n")
     table = markdown_table(rows)
-    print(head)
+    print(harness.provenance_line(info) + "\n\n" + head)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "inference_bench.json"
-    record = {"benchmark": "inference", "target_s": TARGET_S, "tolerance": TOLERANCE, "batch": BATCH, "machine": info,
-              "config": asdict(cfg), "rows": [row.to_json() for row in rows]}
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    command = "python benchmarks/inference_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    (args.out / "inference_bench.md").write_text(f"`{command.strip()}`\n\n{head}\n{table}\n", encoding="utf-8")
-    print(f"\nwrote {path}")
+    record = {"benchmark": "inference", "target_s": TARGET_S, "tolerance": TOLERANCE, "batch": BATCH, "config": asdict(cfg),
+              "rows": [row.to_json() for row in rows]}
+    harness.write_record(args.out, "inference_bench", record, f"{head}\n{table}\n", info)
     wrong = [f"{row.network} {path}" for row in rows for path, gap in row.gaps.items()
              if path in AGREEING and gap > TOLERANCE]
     if wrong:

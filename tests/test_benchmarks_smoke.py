@@ -165,7 +165,7 @@ def test_inference_bench_quick_run_times_every_path_and_checks_agreement(tmp_pat
         for path in fast_paths:
             assert row["gaps"][path] < inference.TOLERANCE and row["agrees"][path] is True
         assert row["gaps"]["torch f32"] >= 0 and row["speedup"]["numpy"] > 0
-    assert record["rows"][1]["hypotheses"] == 4 and record["machine"]["torch_threads"] == 1
+    assert record["rows"][1]["hypotheses"] == 4 and record["provenance"]["torch_threads"] == 1
     assert "| irb120/harmoatt_4answers | " in capsys.readouterr().out
 
 
