@@ -7,7 +7,7 @@
   :func:`provenance_line`;
 - one Markdown table writer, :func:`markdown_table`;
 - one record writer, :func:`write_record` (``<out>/<stem>.json`` with the provenance block first, ``<out>/<stem>.md``
-  under the provenance line), and :func:`write_json` for a JSON file alone;
+  under the provenance line), and :func:`write_json` and :func:`write_markdown` for one of the two alone;
 - one :class:`Timing`, the summary of timed calls, :func:`time_side_by_side` to time callables in turns, and
   :func:`torch_threads` to time on a given number of threads.
 
@@ -42,7 +42,7 @@ except ModuleNotFoundError:  # pragma: no cover - depends on how the script is s
 from hik_sim.errors import HikError
 
 __all__ = ["RESULTS", "make_parser", "add_robot", "add_robots", "add_quick", "add_progress", "at_least", "command_line",
-           "provenance", "provenance_line", "version", "markdown_table", "write_json", "write_record", "Timing",
+           "provenance", "provenance_line", "version", "markdown_table", "write_json", "write_markdown", "write_record", "Timing",
            "time_side_by_side", "torch_threads"]
 
 RESULTS = "benchmarks/results"
@@ -216,20 +216,30 @@ def write_json(path: Path, record: Mapping[str, Any]) -> Path:
     return path
 
 
+def write_markdown(path: Path, markdown: str, info: Mapping[str, Any], title: str | None = None) -> Path:
+    """A Markdown record at ``path``: the ``# title`` if given, the provenance line, then ``markdown``; its folder made if
+    missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = "" if title is None else f"# {title}\n\n"
+    path.write_text(head + provenance_line(info) + "\n\n" + markdown.rstrip("\n") + "\n", encoding="utf-8")
+    return path
+
+
 def write_record(out: Path, stem: str, record: Mapping[str, Any], markdown: str, info: Mapping[str, Any],
                  title: str | None = None) -> tuple[Path, Path]:
-    """Write a run's record: ``<out>/<stem>.json`` (``{"provenance": info, **record}``) and ``<out>/<stem>.md`` (the
-    ``# title`` if given, the provenance line, then ``markdown``); say so on stderr.
+    """Write a run's record: ``<out>/<stem>.json`` (``{"provenance": info, **record}``) and ``<out>/<stem>.md``
+    (:func:`write_markdown`); say so on stderr.
 
     Returns:
         The JSON's and the Markdown's paths.
+
+    Raises:
+        HikError: ``record`` has a ``provenance`` key of its own.
     """
     if "provenance" in record:
         raise HikError(f"the record of {stem} has its own 'provenance' key; the provenance block goes in as info")
     json_path = write_json(out / f"{stem}.json", {"provenance": dict(info), **record})
-    md_path = out / f"{stem}.md"
-    head = "" if title is None else f"# {title}\n\n"
-    md_path.write_text(head + provenance_line(info) + "\n\n" + markdown.rstrip("\n") + "\n", encoding="utf-8")
+    md_path = write_markdown(out / f"{stem}.md", markdown, info, title)
     print(f"wrote {json_path} and {md_path}", file=sys.stderr)
     return json_path, md_path
 

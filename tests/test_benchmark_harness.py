@@ -88,6 +88,8 @@ def test_write_record_puts_the_provenance_first_in_both_files(harness: ModuleTyp
     assert str(json_path) in capsys.readouterr().err
     _, md_path = harness.write_record(tmp_path, "titled", {}, "text", info, title="What it measures")
     assert md_path.read_text() == f"# What it measures\n\n{harness.provenance_line(info)}\n\ntext\n"
+    alone = harness.write_markdown(tmp_path / "deeper" / "alone.md", "| a |\n\n\n", info)
+    assert alone.read_text() == f"{harness.provenance_line(info)}\n\n| a |\n"
     with pytest.raises(HikError, match="provenance"):
         harness.write_record(tmp_path, "some", {"provenance": {}}, "", info)
 
