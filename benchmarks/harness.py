@@ -42,7 +42,7 @@ except ModuleNotFoundError:  # pragma: no cover - depends on how the script is s
 from hik_sim.errors import HikError
 
 __all__ = ["RESULTS", "make_parser", "add_robot", "add_robots", "add_quick", "add_progress", "at_least", "command_line",
-           "provenance", "provenance_line", "version", "markdown_table", "write_json", "write_markdown", "write_record", "Timing",
+           "utc_now", "provenance", "provenance_line", "version", "markdown_table", "write_json", "write_markdown", "write_record", "Timing",
            "time_side_by_side", "torch_threads"]
 
 RESULTS = "benchmarks/results"
@@ -146,6 +146,11 @@ def _load_average() -> float | None:
         return None
 
 
+def utc_now() -> str:
+    """The date and time now, UTC, ISO 8601 to the second (``2026-01-31T12:00:00+00:00``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def provenance(script: str, argv: Sequence[str] | None, **extra: Any) -> dict[str, Any]:
     """Where a record comes from: the command line, the date (UTC, ISO 8601 to the second), the machine (platform,
     CPU model, CPU count, 1-minute load average), the versions of Python, torch, MuJoCo and NumPy, and torch's
@@ -160,7 +165,7 @@ def provenance(script: str, argv: Sequence[str] | None, **extra: Any) -> dict[st
 
     info: dict[str, Any] = {
         "command": command_line(script, argv),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": utc_now(),
         "platform": platform.platform(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),

@@ -58,7 +58,7 @@ def test_robots_default_to_every_registered_robot(harness: ModuleType) -> None:
 def test_provenance_names_the_command_the_date_the_machine_and_the_versions(harness: ModuleType) -> None:
     info = harness.provenance("/anywhere/benchmarks/some_bench.py", ["--robots", "irb120", "--out", "/tmp/a b"], extra_version="1.0")
     assert info["command"] == "python benchmarks/some_bench.py --robots irb120 --out '/tmp/a b'"
-    assert info["date"].endswith("+00:00") and info["torch"] == torch.__version__
+    assert info["date"].endswith("+00:00") and info["torch"] == torch.__version__ and info["date"] <= harness.utc_now()
     assert info["torch_threads"] == torch.get_num_threads() and info["cpu_count"] >= 1
     for key in ("platform", "cpu_model", "python", "mujoco", "numpy"):
         assert info[key] and info[key] != "not installed", key
