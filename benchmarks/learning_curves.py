@@ -46,19 +46,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import platform
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 from hik_sim.learning.data import make_eval_set
 from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.models import matched_cycleik_width, matched_mlp_hidden
-from hik_sim.robots import get_robot, robot_names
+from hik_sim.robots import get_robot
 from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.learning.train import TrainConfig, TrainResult, train
 
@@ -114,11 +114,10 @@ def train_and_test(robot_name: str, name: str, config: TrainConfig, targets: int
                     "test": evaluate_network(result.network, chain, make_eval_set(chain, TEST_SEED, targets))}
 
 
-def save_record(path: Path, args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
-    """Write every run so far (after each run: an interruption loses one run) and say how the last one ended."""
-    record = {"platform": platform.platform(), "torch": torch.__version__, "config": {k: str(v) for k, v in vars(args).items()},
-              "runs": runs}
-    path.write_text(json.dumps(record, indent=1) + "\n")
+def save_record(path: Path, args: argparse.Namespace, runs: list[dict[str, Any]], info: Mapping[str, Any]) -> None:
+    """Write every run so far under the provenance block ``info`` (after each run: an interruption loses one run) and say
+    how the last one ended."""
+    harness.write_json(path, {"provenance": dict(info), "config": {k: str(v) for k, v in vars(args).items()}, "runs": runs})
     run = runs[-1]
     print(f"{run['robot']} {run['network']}: {run['steps']:,} steps, test {run['test']['pos_mean_mm']:.2f} mm / "
           f"{run['test']['rot_mean_deg']:.2f}°", file=sys.stderr, flush=True)
@@ -147,23 +146,22 @@ def at_step(curve: list[dict[str, float]], step: int) -> dict[str, float] | None
 
 def markdown(runs: list[dict[str, Any]]) -> str:
     """Per robot: the equal-time columns (test set) and the same-step columns (validation set)."""
-    lines = []
+    parts = []
     for robot in dict.fromkeys(r["robot"] for r in runs):
         rows = [r for r in runs if r["robot"] == robot]
         common = min(r["curve"][-1]["step"] for r in rows)
-        lines += [f"**{robot}**, {rows[0]['minutes']:g} min each, {rows[0]['hypotheses']} answer(s)"
-                  + (", compiled" if rows[0].get("compiled") else ""), "",
-                  "| network | params | steps/s | steps | equal time: pos mean [mm] | rot mean [°] | success 5 mm & 2° "
-                  f"| same step ({common:,}), own schedule: pos mean [mm] | rot mean [°] | success |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        header = ["network", "params", "steps/s", "steps", "equal time: pos mean [mm]", "rot mean [°]", "success 5 mm & 2°",
+                  f"same step ({common:,}), own schedule: pos mean [mm]", "rot mean [°]", "success"]
+        cells = []
         for r in sorted(rows, key=lambda r: r["test"]["pos_mean_mm"]):
             t, s = r["test"], at_step(r["curve"], common)
-            same_step = (f"{s['pos_mean_mm']:.2f} | {s['rot_mean_deg']:.2f} | {100 * s['success_5mm_2deg']:.1f} %" if s
-                         else "— | — | —")
-            lines.append(f"| {r['network']} | {r['parameters']:,} | {r['steps_per_second']:.1f} | {r['steps']:,} "
-                         f"| {t['pos_mean_mm']:.2f} | {t['rot_mean_deg']:.2f} | {100 * t['success_5mm_2deg']:.1f} % | {same_step} |")
-        lines.append("")
-    return "\n".join(lines)
+            same_step = [f"{s['pos_mean_mm']:.2f}", f"{s['rot_mean_deg']:.2f}", f"{100 * s['success_5mm_2deg']:.1f} %"] if s else ["—"] * 3
+            cells.append([r["network"], f"{r['parameters']:,}", f"{r['steps_per_second']:.1f}", f"{r['steps']:,}", f"{t['pos_mean_mm']:.2f}",
+                          f"{t['rot_mean_deg']:.2f}", f"{100 * t['success_5mm_2deg']:.1f} %", *same_step])
+        heading = (f"**{robot}**, {rows[0]['minutes']:g} min each, {rows[0]['hypotheses']} answer(s)"
+                   + (", compiled" if rows[0].get("compiled") else ""))
+        parts.append(f"{heading}\n\n{harness.markdown_table(header, cells, 'l' + 'r' * 9)}\n")
+    return "\n".join(parts)
 
 
 def plot(runs: list[dict[str, Any]], out: Path, stem: str = "learning_curves") -> list[Path]:
@@ -205,25 +203,23 @@ def plot(runs: list[dict[str, Any]], out: Path, stem: str = "learning_curves") -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="learning_curves", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="*", default=["irb120", "panda"], choices=list(robot_names()),
-                        help="robots (default irb120 panda)")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robots(parser, ["irb120", "panda"], nargs="*")
     parser.add_argument("--models", nargs="*", default=list(NETWORKS), choices=list(NETWORKS), help="networks (default all)")
-    parser.add_argument("--hypotheses", type=int, default=1, help="answers per pose for every network (default 1)")
+    parser.add_argument("--hypotheses", type=harness.at_least(1), default=1, help="answers per pose for every network (default 1)")
     parser.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget per network [min] (default 7)")
     parser.add_argument("--batch", type=int, default=1024, help="batch (default 1024)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads per run (default 1)")
+    parser.add_argument("--threads", type=harness.at_least(1), default=1, help="CPU threads per run (default 1)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every network's step (compiling counts in the budget)")
     parser.add_argument("--eval-every", type=int, default=250, help="steps between validations (default 250)")
     parser.add_argument("--eval-size", type=int, default=2000, help="validation targets (default 2000)")
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets at the end (default 10000)")
-    parser.add_argument("--quick", action="store_true", help="tiny networks and budgets: a smoke test")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="test targets at the end (default 10000)")
+    harness.add_quick(parser)
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in the output JSON")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     parser.add_argument("--save", type=Path, default=None, help="also keep each trained network: SAVE/<robot>/<network>.pt")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    harness.add_progress(parser)
     parser.add_argument("--curves", nargs="+", metavar="LABEL=CSV", default=None,
                         help="train nothing: plot these trainer curves (python -m hik_sim.train's *.curve.csv) of one robot "
                              "(--robots R) side by side, as <out>/<stem>_<robot>[_<H>answers].png")
@@ -238,12 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         for path in plot(runs, args.out, stem=args.stem):
             print(f"wrote {path}", file=sys.stderr)
         return 0
-    if args.minutes <= 0 or args.hypotheses < 1 or args.threads < 1 or args.targets < 1:
-        parser.error("--minutes must be positive; --hypotheses, --threads and --targets at least 1")
+    if args.minutes <= 0:
+        parser.error("--minutes must be positive")
     if args.quick:
         args.batch, args.eval_size, args.eval_every, args.targets = 64, 128, 5, 256
     torch.set_num_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
+    info = harness.provenance(__file__, argv)
     record_path = args.out / "learning_curves.json"
     runs: list[dict[str, Any]] = []
     if record_path.exists() and not args.fresh:
@@ -254,19 +250,18 @@ def main(argv: list[str] | None = None) -> int:
             if any((r["robot"], r["network"], r["hypotheses"], r["minutes"], r.get("compiled", False)) == key for r in runs):
                 continue
             run = run_one(robot_name, name, args) | {"minutes": args.minutes, "threads": args.threads,
-                                                     "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                                                     "date": harness.utc_now()}
             runs.append(run)
-            save_record(record_path, args, runs)
+            save_record(record_path, args, runs, info)
     shown = [r for r in runs if r["robot"] in args.robots and r["network"] in args.models
              and (r["hypotheses"], r["minutes"], r.get("compiled", False)) == (args.hypotheses, args.minutes, args.compile)]
     table = markdown(shown)
     print(table)
-    (args.out / "learning_curves.md").write_text(table)
+    md_path = harness.write_markdown(args.out / "learning_curves.md", table, info)
     for path in plot(shown, args.out, stem=args.stem):
         print(f"wrote {path}", file=sys.stderr)
-    print(f"wrote {record_path} and {args.out / 'learning_curves.md'}", file=sys.stderr)
+    print(f"wrote {record_path} and {md_path}", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -35,17 +35,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the harness and the sibling benchmark, also when this file is loaded by path
+import harness  # noqa: E402
 from hik_sim.evaluation.experiments import TEST_SEED
 from hik_sim.learning.train import TrainConfig
-from hik_sim.robots import robot_names
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, also when this file is loaded by path
 from learning_curves import QUICK_HARMOATT, plot, save_record, train_and_test  # noqa: E402
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -81,52 +79,49 @@ def run_one(robot_name: str, name: str, seed: int, args: argparse.Namespace) -> 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
     """Per robot: each run's test metrics at the end of the budget and its change against the baseline."""
-    lines = []
+    parts = []
     for robot in dict.fromkeys(r["robot"] for r in runs):
         rows = [r for r in runs if r["robot"] == robot]
         base = next((r["test"] for r in rows if r["network"] == "baseline"), None)
         noise = [r["test"]["pos_mean_mm"] for r in rows if r["variant"] == "baseline"]
-        lines += [f"**{robot}**, HarmoAtt-IK (dense), {rows[0]['minutes']:g} min each, {rows[0]['threads']} thread(s); "
-                  f"test set (seed {TEST_SEED}, {rows[0]['targets']:,} targets)"
-                  + (f"; baseline over {len(noise)} seeds: {min(noise):.2f}–{max(noise):.2f} mm" if len(noise) > 1 else ""), "",
-                  "| variant | change | steps | samples | pos mean [mm] | Δ pos | rot mean [°] | Δ rot | success 5 mm & 2° |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        heading = (f"**{robot}**, HarmoAtt-IK (dense), {rows[0]['minutes']:g} min each, {rows[0]['threads']} thread(s); "
+                   f"test set (seed {TEST_SEED}, {rows[0]['targets']:,} targets)"
+                   + (f"; baseline over {len(noise)} seeds: {min(noise):.2f}–{max(noise):.2f} mm" if len(noise) > 1 else ""))
+        header = ["variant", "change", "steps", "samples", "pos mean [mm]", "Δ pos", "rot mean [°]", "Δ rot", "success 5 mm & 2°"]
+        cells = []
         for r in sorted(rows, key=lambda r: r["test"]["pos_mean_mm"]):
             t = r["test"]
-            change = ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "—"
-            delta = (f"{100 * (t['pos_mean_mm'] / base['pos_mean_mm'] - 1):+.0f} % | {t['rot_mean_deg']:.2f} "
-                     f"| {100 * (t['rot_mean_deg'] / base['rot_mean_deg'] - 1):+.0f} %") if base else f"— | {t['rot_mean_deg']:.2f} | —"
-            lines.append(f"| {r['network']} | {change} | {r['steps']:,} | {r['samples']:,} | {t['pos_mean_mm']:.2f} | {delta} "
-                         f"| {100 * t['success_5mm_2deg']:.1f} % |")
-        lines.append("")
-    return "\n".join(lines)
+            deltas = ([f"{100 * (t['pos_mean_mm'] / base['pos_mean_mm'] - 1):+.0f} %", f"{100 * (t['rot_mean_deg'] / base['rot_mean_deg'] - 1):+.0f} %"]
+                      if base else ["—", "—"])
+            cells.append([r["network"], ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "—", f"{r['steps']:,}", f"{r['samples']:,}",
+                          f"{t['pos_mean_mm']:.2f}", deltas[0], f"{t['rot_mean_deg']:.2f}", deltas[1], f"{100 * t['success_5mm_2deg']:.1f} %"])
+        parts.append(f"{heading}\n\n{harness.markdown_table(header, cells, 'll' + 'r' * 7)}\n")
+    return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="recipe_study", description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="*", default=["panda", "g1"], choices=list(robot_names()),
-                        help="robots (default panda g1)")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=f"{harness.RESULTS}/recipe")
+    harness.add_robots(parser, ["panda", "g1"], nargs="*")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS), help="variants (default all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=[], help="also run the baseline with these seeds (the noise)")
     parser.add_argument("--minutes", type=float, default=5.0, help="wall-clock budget per run [min] (default 5)")
-    parser.add_argument("--batch", type=int, default=1024, help="the baseline's batch (default 1024)")
+    parser.add_argument("--batch", type=harness.at_least(1), default=1024, help="the baseline's batch (default 1024)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every variant (default 0)")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads per run (default 1)")
+    parser.add_argument("--threads", type=harness.at_least(1), default=1, help="CPU threads per run (default 1)")
     parser.add_argument("--eval-every", type=int, default=250, help="steps between validations (default 250)")
     parser.add_argument("--eval-size", type=int, default=2000, help="validation targets (default 2000)")
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets at the end (default 10000)")
-    parser.add_argument("--quick", action="store_true", help="tiny networks and budgets: a smoke test")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help="test targets at the end (default 10000)")
+    harness.add_quick(parser)
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in the output JSON")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/recipe"), help="output folder")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    harness.add_progress(parser)
     args = parser.parse_args(argv)
-    if args.minutes <= 0 or args.threads < 1 or args.targets < 1 or args.batch < 1:
-        parser.error("--minutes must be positive; --threads, --targets and --batch at least 1")
+    if args.minutes <= 0:
+        parser.error("--minutes must be positive")
     if args.quick:
         args.batch, args.eval_size, args.eval_every, args.targets = 64, 128, 5, 256
     torch.set_num_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
+    info = harness.provenance(__file__, argv)
     record_path = args.out / "recipe_study.json"
     runs: list[dict[str, Any]] = []
     if record_path.exists() and not args.fresh:
@@ -139,18 +134,17 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             run = run_one(robot_name, name, seed, args) | {
                 "minutes": args.minutes, "threads": args.threads, "targets": args.targets, "baseline_batch": args.batch,
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                "date": harness.utc_now()}
             runs.append(run)
-            save_record(record_path, args, runs)
+            save_record(record_path, args, runs, info)
     shown = [r for r in runs if r["robot"] in args.robots and (r["minutes"], r["baseline_batch"]) == (args.minutes, args.batch)]
     table = markdown(shown)
     print(table)
-    (args.out / "recipe_study.md").write_text(table)
+    md_path = harness.write_markdown(args.out / "recipe_study.md", table, info)
     for path in plot(shown, args.out, stem="recipe_study"):
         print(f"wrote {path}", file=sys.stderr)
-    print(f"wrote {record_path} and {args.out / 'recipe_study.md'}", file=sys.stderr)
+    print(f"wrote {record_path} and {md_path}", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
