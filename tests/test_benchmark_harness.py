@@ -120,3 +120,26 @@ def test_torch_threads_restores_the_callers_count(harness: ModuleType) -> None:
         assert torch.get_num_threads() == 1
         raise RuntimeError
     assert torch.get_num_threads() == before
+
+
+SCRIPTS = sorted(path for path in HARNESS.parent.glob("*.py") if path != HARNESS and "import harness" in path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[path.stem for path in SCRIPTS])
+def test_every_script_on_the_harness_builds_its_command_line(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A script's parser, as ``--help`` prints it: the record folder among its options (and the import of the harness
+    works when the script is loaded by its path)."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as excinfo:
+        module.main(["--help"])
+    assert excinfo.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the lines at the terminal's width
+    assert text.startswith(f"usage: {script.stem} ") and "--out OUT record folder (default " in text
+
+
+def test_most_scripts_are_on_the_harness() -> None:
+    assert len(SCRIPTS) >= 19 and {"kinematics_bench", "inference_bench", "ik_bench", "soak"} <= {path.stem for path in SCRIPTS}
