@@ -249,12 +249,12 @@ def test_closed_loop_benchmark_never_does_worse_than_the_open_loop(tmp_path: Pat
     assert closed.main(["--robots", "irb120", "--targets", "300", "--corrections", "0", "2", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "closed_loop.json").read_text())["rows"]
     open_loop, open_turned, best, every, unturned, policy = rows  # IRB120's closed-loop network has four answers: every third row corrects all
-    # the policy: 4 + 1 + 4 answers (the one-answer network and the hybrid's fallback network beside the four)
+    # the policy: 4 + 4 + 1 answers (the hybrid's fallback network and the small MLP beside the four)
     assert [(r["corrections"], r["branches"], r["answers"]) for r in rows] == [(0, 1, 4), (0, 1, 4), (2, 1, 4), (2, 4, 4), (5, 1, 9),
                                                                                 (5, 1, 9)]
     assert open_turned["network"] == "harmoatt_4answers turned"  # the network alone, its misses asked again turned
     assert open_turned["success_5mm_2deg"] > open_loop["success_5mm_2deg"] and open_turned["fk_per_target"] > 4
-    policy_networks = "harmoatt_4answers + harmoatt + harmoatt_4answers_map"
+    policy_networks = "harmoatt_4answers + harmoatt_4answers_map + mlp_seed"
     assert unturned["network"] == policy_networks  # the policy: the other networks' answers beside the four
     assert policy["network"] == f"{policy_networks} turned"  # and its turned queries
     assert policy["success_5mm_2deg"] > unturned["success_5mm_2deg"] >= best["success_5mm_2deg"]
@@ -316,6 +316,25 @@ def test_env_bench_measures_the_closed_loop_as_it_was_beside_the_policy() -> Non
     for variant in (best, four, unturned):
         assert variant.solver.network.card == policy.solver.network.card and variant.solver.corrections == policy.solver.corrections
         assert variant.lead_time == policy.lead_time > 0 and variant.solver.first_joint_turns == ()
+
+
+def test_closed_loop_networks_builds_the_shipped_policy_as_its_mlp_seed_variant(tmp_path: Path) -> None:
+    from hik_sim.solvers.registry import make_solver
+
+    study = _load_script("closed_loop_networks")
+    for robot, fallback in (("irb120", ["harmoatt_4answers_map"]), ("jvrc1", [])):
+        policy = make_solver("closed_loop", robot)
+        variants = {name: study.controller(robot, second).solver for name, second in study.SECOND_NETWORKS.items()}
+        chosen = variants["four+mlp_seed"]
+        assert [n.card for n in chosen.networks] == [n.card for n in policy.networks]
+        assert (chosen.corrections, chosen.nearest_first, chosen.first_joint_turns) == (policy.corrections, policy.nearest_first,
+                                                                                        policy.first_joint_turns)
+        assert len(variants["four"].networks) == 1 + len(fallback) and len(variants["four+harmoatt"].networks) == 2 + len(fallback)
+    assert study.main(["--robots", "jvrc1", "--reach-episodes", "2", "--track-episodes", "1", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "closed_loop_networks.json").read_text())["rows"]
+    assert [r["variant"] for r in rows] == list(study.SECOND_NETWORKS) and all(0.0 <= r["reach_success_5mm_2deg"] <= 1.0 for r in rows)
+    assert all(0.0 < r["track_pos_rms_mm"] <= r["track_pos_max_mm"] for r in rows)
+    assert "| jvrc1 | four+mlp_seed |" in (tmp_path / "closed_loop_networks.md").read_text()
 
 
 def test_recipe_study_quick_run_changes_one_thing_per_variant_under_one_budget(tmp_path: Path) -> None:

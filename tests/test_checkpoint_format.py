@@ -178,7 +178,7 @@ def test_the_papers_baselines_load_from_a_checkout_and_say_where_they_live_when_
     from hik_sim.solvers.registry import make_solver, solver_names
 
     assert load_pretrained("irb120").card.model == "harmoatt"  # the default: the robot's shipped HarmoAtt-IK
-    assert "harmoatt" not in solver_names(get_robot("talos")) and len(make_solver("closed_loop", "talos").networks) == 1
+    assert "harmoatt" not in solver_names(get_robot("talos")) and len(make_solver("closed_loop", "talos").networks) == 2
     with pytest.raises(CheckpointError, match=r"irb120/cycleik is one of the seed papers' baselines and controls, which live in the "
                                               r"repository's benchmarks/checkpoints/irb120/ .*HIK_SIM_BENCHMARK_CHECKPOINTS"):
         load_pretrained("irb120", "cycleik")

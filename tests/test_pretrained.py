@@ -203,11 +203,11 @@ def test_the_closed_loop_network_tracks_without_swinging_between_its_answers() -
     assert track_metrics([episode])["pos_rms_mm"] < 3.0
 
 
-def test_the_closed_loop_policy_tracks_talos_figure_eight_on_the_four_answer_network_alone() -> None:
+def test_the_closed_loop_policy_tracks_talos_figure_eight_on_the_four_answer_network_and_the_mlp() -> None:
     """A window of TALOS's figure-eight where an earlier four-answer network's answers all collapsed onto one
     configuration 3-6° off (two arm joints at their limits) and the arm swung 4 rad between branches (124.7 mm
-    RMS over these 250 steps); the shipped network does not collapse there, and the policy, that network
-    alone, tracks it."""
+    RMS over these 250 steps); the policy, the shipped four-answer network with the small MLP's answer beside
+    its four, tracks it."""
     import gymnasium as gym
 
     import hik_sim.envs  # noqa: F401
@@ -215,9 +215,9 @@ def test_the_closed_loop_policy_tracks_talos_figure_eight_on_the_four_answer_net
     from hik_sim.evaluation.rollout import rollout
     from hik_sim.policies import IKController, closed_loop_extra_names
 
-    assert closed_loop_extra_names("talos") == ()
+    assert closed_loop_extra_names("talos") == ("mlp_seed",)
     controller = IKController.pretrained("talos", "closed_loop")
-    assert [n.card.model for n in controller.solver.networks] == ["harmoatt"] and controller.solver.hypotheses == 4
+    assert [n.card.model for n in controller.solver.networks] == ["harmoatt", "mlp"] and controller.solver.hypotheses == 5
     track = gym.make("hik_sim/Track-talos-v0", trajectory="figure_eight", speed=0.1)
     episode = rollout(track, controller, seed=0, max_steps=250)
     assert episode.steps == 250 and track_metrics([episode])["pos_rms_mm"] < 3.0
