@@ -204,7 +204,7 @@ def load_network(robot: RobotSpec | None, network: str | None = None, checkpoint
     if (network is None) == (checkpoint is None):
         raise HikError("give either --network NAME (a shipped network of --robot) or --checkpoint PATH, not both or neither")
     if network is not None:
-        from hik_sim.policies import load_pretrained
+        from hik_sim.learning.pretrained import load_pretrained
 
         if robot is None or robot.name not in robot_names() or get_robot(robot.name).urdf_sha256() != robot.urdf_sha256():
             raise HikError(f"--network names a shipped network of a registered robot ({', '.join(robot_names())}): give --robot NAME; "

@@ -7,7 +7,7 @@ naming the argument (``--out``, ``--resume``, ``--init-from``, ``--tensorboard``
   the checkpoint's own name leaves room for the files written beside it, :data:`DERIVED_HEADROOM`);
 - the checkpoint would overwrite a file that is not a hik_sim checkpoint (a text file turned into a zip), or a
   card or curve that is not one, or would land in the package's shipped networks
-  (:data:`hik_sim.policies.PRETRAINED_DIR`), unless ``force``;
+  (:data:`hik_sim.learning.pretrained.PRETRAINED_DIR`), unless ``force``;
 - the TensorBoard folder is a file, lies under one, or cannot be made.
 
 :func:`non_finite_weights` names the tensors of a state dict that hold NaN or inf.
@@ -153,7 +153,7 @@ def check_output_path(out: str | os.PathLike[str], what: str = "out", force: boo
             cannot be written (:func:`hik_sim.learning.checkpoint.check_checkpoint_path`).
     """
     from hik_sim.learning.checkpoint import check_checkpoint_path
-    from hik_sim.policies import PRETRAINED_DIR
+    from hik_sim.learning.pretrained import PRETRAINED_DIR
 
     path = Path(out)
     _check_lengths(path, f"{what} {_short(str(path))}", CheckpointError, headroom=DERIVED_HEADROOM)

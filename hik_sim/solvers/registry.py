@@ -5,14 +5,14 @@ A name is one of :data:`SOLVER_NAMES`, any other network shipped for the robot (
 
 - ``harmoatt``, ``mlp``, ``cycleik``, ``regression`` and every other shipped network name: that
   network alone, open loop (:class:`~hik_sim.solvers.neural.NeuralIK`); a checkpoint path likewise.
-- ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.policies.closed_loop_network_name`, with the
-  answers of :func:`~hik_sim.policies.closed_loop_extra_names` beside its own) closed on its own error by
+- ``closed_loop``: the robot's closed-loop network (:func:`~hik_sim.learning.pretrained.closed_loop_network_name`, with the
+  answers of :func:`~hik_sim.learning.pretrained.closed_loop_extra_names` beside its own) closed on its own error by
   :data:`~hik_sim.solvers.neural.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, the answer nearest the last target first;
   a target all of them miss is asked again turned about the first joint (``first_joint_turns``).
 - ``hybrid``: the seed network → LM, with restarts: batched, :class:`~hik_sim.solvers.hybrid.HybridIK` on
-  :func:`~hik_sim.policies.hybrid_seed_name`'s network (asking :func:`~hik_sim.policies.hybrid_fallback_name`'s,
+  :func:`~hik_sim.learning.pretrained.hybrid_seed_name`'s network (asking :func:`~hik_sim.learning.pretrained.hybrid_fallback_name`'s,
   where the robot has one, for the targets none of the seed's answers is good for); one target a call (the controller's path),
-  :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` on :func:`~hik_sim.policies.single_target_seed_name`'s (the same
+  :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` on :func:`~hik_sim.learning.pretrained.single_target_seed_name`'s (the same
   HarmoAtt-IK network); ``network="mlp_seed"`` seeds either from the small MLP instead.
 - ``multistart``: :class:`~hik_sim.solvers.restarts.MultistartIK`, 10 starts (the current joints first while tracking).
 - ``lm``: :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` without a network (the current joints, then up
@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from hik_sim.errors import SolverError
+from hik_sim.learning.pretrained import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_hybrid_fallback,
+                                         load_pretrained, pretrained_names, single_target_seed_name)
 from hik_sim.robots import RobotSpec
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ __all__ = ["SOLVER_NAMES", "NETWORK_NAMES", "SEEDED_NAMES", "NETWORK_FREE_NAMES"
 
 NETWORK_NAMES: tuple[str, ...] = ("harmoatt", "mlp", "cycleik", "regression")
 """The model families: each name is that network of the robot, alone. The papers' networks, found from a
-checkout (:data:`hik_sim.policies.BENCHMARK_NETWORKS`): ``harmoatt`` and ``mlp``, the one-answer pair of
+checkout (:data:`hik_sim.learning.pretrained.BENCHMARK_NETWORKS`): ``harmoatt`` and ``mlp``, the one-answer pair of
 the equal-time comparison, for every registered robot, ``cycleik`` and ``regression`` where trained. The
 package's own HarmoAtt-IK is ``harmoatt_4answers``, a shipped network's name."""
 SEEDED_NAMES: tuple[str, ...] = ("closed_loop", "hybrid")
@@ -87,8 +89,6 @@ class NetworkNotShippedError(SolverError):
 
 def shipped_networks(robot: RobotSpec) -> tuple[str, ...]:
     """The networks shipped for ``robot`` (model names such as ``harmoatt``, ``harmoatt_4answers``), sorted."""
-    from hik_sim.policies import pretrained_names
-
     return tuple(n.split("/", 1)[1] for n in pretrained_names() if n.startswith(f"{robot.name}/"))
 
 
@@ -125,8 +125,6 @@ def _load(network: IKNetwork | str | Path, robot: RobotSpec, device: str) -> IKN
     """``network`` itself, the robot's shipped network of that name (e.g. ``mlp_seed``), or the checkpoint at that path,
     checked against the robot."""
     if isinstance(network, str) and not is_checkpoint(network) and network in shipped_networks(robot):
-        from hik_sim.policies import load_pretrained
-
         return load_pretrained(robot.name, network, device)
     if isinstance(network, (str, Path)):
         from hik_sim.learning.checkpoint import load_checkpoint
@@ -185,9 +183,6 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
     if checkpoint:
         return NeuralIK(_load(Path(name), spec, device), chain)
     if name in SEEDED_NAMES:
-        from hik_sim.policies import (closed_loop_extra_names, closed_loop_network_name, hybrid_seed_name, load_hybrid_fallback,
-                                      load_pretrained, single_target_seed_name)
-
         if network is None and not shipped:
             raise NetworkNotShippedError(name, spec)
         if name == "closed_loop":
@@ -217,6 +212,4 @@ def make_solver(name: str, robot: str | RobotSpec, *, device: str = "cpu", netwo
         return DmControlIK(build_scene(spec))
     if name not in shipped:  # harmoatt, mlp, cycleik or regression where it is not shipped
         raise NetworkNotShippedError(name, spec)
-    from hik_sim.policies import load_pretrained
-
     return NeuralIK(load_pretrained(spec.name, name, device), chain)
