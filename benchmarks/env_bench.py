@@ -14,13 +14,14 @@ position error RMS / p95 / max [mm] after the first second, rotation RMS [°], I
 :func:`hik_sim.evaluation.rollout.rollout`, as in the evaluator.
 
 Controllers: ``hybrid`` (shipped HarmoAtt-IK seed + LM, warm-started from the controller's last command) by
-default; add ``lm``, ``harmoatt``, ``mlp``, ``closed_loop``, ``dm_control``, … with ``--controllers``, and
-the ``closed_loop`` policy as it was, to measure what each change bought: ``closed_loop_best_answer``
+default; add ``lm``, ``closed_loop``, ``dm_control``, a shipped network's name (``harmoatt_4answers``), … with
+``--controllers``, and parts of the ``closed_loop`` policy, to measure what each part buys: ``closed_loop_best_answer``
 (its four-answer network alone, following the best answer at every step) and
 ``closed_loop_four_answers`` (that network alone, the answer nearest the last target first; the
-policy adds the one-answer network's answers to these) and ``closed_loop_unturned`` (the policy
-with both networks, without the queries turned about the first joint).
-Output: a Markdown table on stdout and in ``<out>/env_<robot>.md``, raw numbers in ``env_<robot>.json``.
+policy adds its further networks' answers to these: ``closed_loop_extra_names``) and ``closed_loop_unturned``
+(the policy with all its networks, without the queries turned about the first joint).
+Output: a Markdown table on stdout and in ``<out>/env_<robot>.md`` under the run's provenance line, raw numbers in
+``env_<robot>.json`` (the provenance block first).
 
 Usage::
 
@@ -30,25 +31,25 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import statistics
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
-import gymnasium as gym
-from tqdm.auto import tqdm
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
 
-import hik_sim.envs  # noqa: F401  (registration)
-from hik_sim.evaluation.metrics import limit_violations_text, reach_metrics, track_metrics
-from hik_sim.evaluation.rollout import rollout
-from hik_sim.envs.trajectories import TRAJECTORIES
-from hik_sim.policies import closed_loop_network_name, load_pretrained
-from hik_sim.policies.controller import CONTROLLER_KINDS, IKController
-from hik_sim.sim import SceneOptions
-from hik_sim.solvers.registry import make_solver
+import gymnasium as gym  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
+
+import harness  # noqa: E402
+import hik_sim.envs  # noqa: E402,F401  (registration)
+from hik_sim.evaluation.metrics import limit_violations_text, reach_metrics, track_metrics  # noqa: E402
+from hik_sim.evaluation.rollout import rollout  # noqa: E402
+from hik_sim.envs.trajectories import TRAJECTORIES  # noqa: E402
+from hik_sim.policies import closed_loop_network_name, load_pretrained  # noqa: E402
+from hik_sim.policies.controller import CONTROLLER_KINDS, IKController  # noqa: E402
+from hik_sim.sim import SceneOptions  # noqa: E402
+from hik_sim.robots import get_robot  # noqa: E402
+from hik_sim.solvers.registry import make_solver, solver_names  # noqa: E402
 
 BEST_ANSWER, FOUR_ANSWERS, UNTURNED = "closed_loop_best_answer", "closed_loop_four_answers", "closed_loop_unturned"
 VARIANTS = (BEST_ANSWER, FOUR_ANSWERS, UNTURNED)
@@ -93,48 +94,45 @@ def track(robot: str, kind: str, trajectory: str, episodes: int, speed: float, p
 
 def markdown(robot: str, reach_rows: list[dict[str, object]], track_rows: list[dict[str, object]]) -> str:
     """Both tables."""
-    lines = ["| robot | controller | Reach episodes | success (5 mm & 2° held) | time to reach [s] | IK latency median / p95 [ms] "
-             "| per solve median / p95 [ms] | solver failures / episode | limit violations (steps; largest [mrad]) |",
-             "|---|---|---:|---:|---:|---|---|---:|---:|"]
-    for r in reach_rows:
-        reach_time = "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}"  # —: none reached
-        lines.append(f"| {robot} | {r['controller']} | {r['episodes']} | {100 * r['success_5mm_2deg']:.1f} % | {reach_time} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {r['ik_solve_median_ms']:.2f} / {r['ik_solve_p95_ms']:.2f} "
-                     f"| {r['solver_failures'] / r['episodes']:.2f} | {limit_violations_text(r)} |")
-    lines += ["", "| robot | controller | trajectory | speed [m/s] | size [m] | position RMS / p95 / max [mm] | rotation RMS [°] "
-              "| IK latency median / p95 [ms] | limit violations (steps; largest [mrad]) |",
-              "|---|---|---|---:|---:|---|---:|---|---:|"]
-    for r in track_rows:
-        lines.append(f"| {robot} | {r['controller']} | {r['trajectory']} | {r['speed_m_s']:.2f} | {r['mean_size_m']:.3f} "
-                     f"| {r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f} | {r['rot_rms_deg']:.3f} "
-                     f"| {r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f} | {limit_violations_text(r)} |")
-    return "\n".join(lines) + "\n"
+    reach_table = harness.markdown_table(
+        ["robot", "controller", "Reach episodes", "success (5 mm & 2° held)", "time to reach [s]", "IK latency median / p95 [ms]",
+         "per solve median / p95 [ms]", "solver failures / episode", "limit violations (steps; largest [mrad])"],
+        [(robot, r["controller"], r["episodes"], f"{100 * r['success_5mm_2deg']:.1f} %",
+          "—" if r["time_to_reach_s"] is None else f"{r['time_to_reach_s']:.2f}",  # —: none reached
+          f"{r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f}", f"{r['ik_solve_median_ms']:.2f} / {r['ik_solve_p95_ms']:.2f}",
+          f"{r['solver_failures'] / r['episodes']:.2f}", limit_violations_text(r)) for r in reach_rows], "llrrrllrr")
+    track_table = harness.markdown_table(
+        ["robot", "controller", "trajectory", "speed [m/s]", "size [m]", "position RMS / p95 / max [mm]", "rotation RMS [°]",
+         "IK latency median / p95 [ms]", "limit violations (steps; largest [mrad])"],
+        [(robot, r["controller"], r["trajectory"], f"{r['speed_m_s']:.2f}", f"{r['mean_size_m']:.3f}",
+          f"{r['pos_rms_mm']:.3f} / {r['pos_p95_mm']:.3f} / {r['pos_max_mm']:.3f}", f"{r['rot_rms_deg']:.3f}",
+          f"{r['ik_latency_median_ms']:.2f} / {r['ik_latency_p95_ms']:.2f}", limit_violations_text(r)) for r in track_rows], "lllrrlrlr")
+    return reach_table + "\n\n" + track_table + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="env_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--robot", default="irb120", help="registered robot (default irb120)")
-    parser.add_argument("--controllers", nargs="+", default=["hybrid"], choices=(*CONTROLLER_KINDS, *VARIANTS))
-    parser.add_argument("--episodes", type=int, default=200, help="Reach episodes per controller (default 200)")
-    parser.add_argument("--track-episodes", type=int, default=10, help="Track episodes per controller (default 10)")
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0])
+    harness.add_robot(parser)
+    parser.add_argument("--controllers", nargs="+", default=["hybrid"], metavar="KIND",
+                        help=f"controllers (default hybrid): {', '.join(CONTROLLER_KINDS)}, a network shipped for the robot, "
+                             f"or {', '.join(VARIANTS)}")
+    parser.add_argument("--episodes", type=harness.at_least(1), default=200, help="Reach episodes per controller (default 200)")
+    parser.add_argument("--track-episodes", type=harness.at_least(1), default=10, help="Track episodes per controller (default 10)")
     parser.add_argument("--speed", type=float, default=0.1, help="Track speed [m/s] (default 0.1)")
     parser.add_argument("--all-trajectories", action="store_true", help="all trajectories, not only the figure-eight")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--no-progress", action="store_true")
+    harness.add_progress(parser)
     args = parser.parse_args(argv)
-    if args.episodes < 1 or args.track_episodes < 1:
-        parser.error("--episodes and --track-episodes must be at least 1")
+    valid = (*solver_names(get_robot(args.robot)), *VARIANTS)
+    if unknown := [kind for kind in args.controllers if kind not in valid]:
+        parser.error(f"unknown controllers {unknown} for {args.robot}; valid: {', '.join(valid)}")
     trajectories = TRAJECTORIES if args.all_trajectories else ("figure_eight",)
     progress = not args.no_progress
     reach_rows = [reach(args.robot, kind, args.episodes, progress) for kind in args.controllers]
     track_rows = [track(args.robot, kind, t, args.track_episodes, args.speed, progress) for kind in args.controllers for t in trajectories]
     text = markdown(args.robot, reach_rows, track_rows)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "platform": platform.platform(),
-              "robot": args.robot, "reach": reach_rows, "track": track_rows}
-    (args.out / f"env_{args.robot}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (args.out / f"env_{args.robot}.md").write_text(text)
+    info = harness.provenance(__file__, argv)
+    harness.write_record(args.out, f"env_{args.robot}", {"robot": args.robot, "reach": reach_rows, "track": track_rows}, text, info)
     return 0
 
 
