@@ -6,7 +6,8 @@ metric's name carries its display unit (``pos_mean_mm``, ``rot_rms_deg``, ``time
 ``ik_latency_median_ms``).
 
 - :func:`accuracy_metrics`: per-target errors → ``pos_mean_mm`` … ``success_10mm_20deg``;
-  :func:`evaluate_network`: a network's :func:`accuracy_metrics` on an evaluation set.
+  :func:`evaluate_network`: a network's :func:`accuracy_metrics` on an evaluation set (both defined in
+  :mod:`hik_sim.learning.accuracy`, where the trainer's validation measures with them too).
 - :func:`reach_metrics`, :func:`track_metrics`: :class:`~hik_sim.evaluation.rollout.Episode` records
   → the Reach and Track tables of the evaluator and ``benchmarks/env_bench.py``.
 """
@@ -17,70 +18,18 @@ import statistics
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from hik_sim.errors import HikError
-from hik_sim.kinematics.rotations import position_error, rotation_error
-from hik_sim.kinematics.tolerances import LOOSE, SUCCESS
+from hik_sim.kinematics.tolerances import LOOSE
+from hik_sim.learning.accuracy import SUCCESS_THRESHOLDS, accuracy_metrics, evaluate_network
 
 if TYPE_CHECKING:
     from hik_sim.evaluation.rollout import Episode
-    from hik_sim.kinematics.chain import Chain
-    from hik_sim.learning.data import EvalSet
-    from hik_sim.learning.network import IKNetwork
 
 __all__ = ["SUCCESS_THRESHOLDS", "TRACK_SETTLE", "accuracy_metrics", "evaluate_network", "limit_violations_text", "reach_metrics", "track_metrics"]
 
 TRACK_SETTLE = 1.0
 """[s]: Track errors count after this time, once the end-effector has caught up with the moving goal."""
-
-# (name, position tolerance [m], rotation tolerance [rad]): hik_sim.kinematics.tolerances' SUCCESS and LOOSE
-SUCCESS_THRESHOLDS: tuple[tuple[str, float, float], ...] = (
-    ("success_5mm_2deg", SUCCESS.position, SUCCESS.rotation),
-    ("success_10mm_20deg", LOOSE.position, LOOSE.rotation),
-)
-
-
-def accuracy_metrics(pos_err: torch.Tensor, rot_err: torch.Tensor) -> dict[str, float]:
-    """Summary of per-target errors.
-
-    Args:
-        pos_err: (B,) position errors [m].
-        rot_err: (B,) rotation errors [rad].
-
-    Returns:
-        ``pos_mean_mm``, ``pos_median_mm``, ``pos_p95_mm``, ``rot_mean_deg``, ``rot_median_deg``,
-        ``rot_p95_deg`` and a success rate in [0, 1] per entry of :data:`SUCCESS_THRESHOLDS`.
-    """
-    pos_mm = pos_err.detach().double().cpu() * 1000
-    rot_deg = torch.rad2deg(rot_err.detach().double().cpu())
-    out = {}
-    for name, values in (("pos", pos_mm), ("rot", rot_deg)):
-        unit = "mm" if name == "pos" else "deg"
-        out[f"{name}_mean_{unit}"] = float(values.mean())
-        out[f"{name}_median_{unit}"] = float(values.median())
-        out[f"{name}_p95_{unit}"] = float(torch.quantile(values, 0.95))
-    for name, pos_tol, rot_tol in SUCCESS_THRESHOLDS:
-        out[name] = float(((pos_err.detach().cpu() < pos_tol) & (rot_err.detach().cpu() < rot_tol)).double().mean())
-    return out
-
-
-@torch.no_grad()
-def evaluate_network(network: IKNetwork, chain: Chain, eval_set: EvalSet, batch: int = 8192) -> dict[str, float]:
-    """Accuracy of a network on an evaluation set (float64 FK of its float32 answers).
-
-    Returns:
-        :func:`accuracy_metrics` of the set.
-    """
-    errors_pos, errors_rot = [], []
-    target = eval_set.batch
-    for start in range(0, eval_set.size, batch):
-        stop = start + batch
-        q = network.solve(target.pos[start:stop], target.quat[start:stop]).double().cpu()
-        pose = chain.fk(q)
-        errors_pos.append(position_error(pose.pos, target.pos[start:stop]))
-        errors_rot.append(rotation_error(pose.quat, target.quat[start:stop]))
-    return accuracy_metrics(torch.cat(errors_pos), torch.cat(errors_rot))
 
 
 def _control_metrics(episodes: Sequence[Episode]) -> dict[str, float]:

@@ -56,9 +56,9 @@ import torch
 
 import hik_sim
 from hik_sim.errors import HikError, TrainingError
-from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.kinematics.chain import Chain
 from hik_sim.kinematics.rotations import position_error, rotation_error
+from hik_sim.learning.accuracy import evaluate_network
 from hik_sim.learning.checkpoint import Card, save_checkpoint
 from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer, make_eval_set
 from hik_sim.learning.losses import CompositeLoss, CycleIKLoss, LossTerms, RegressionLoss
