@@ -18,7 +18,7 @@ pytest.importorskip("numba")
 
 @pytest.mark.parametrize("robot", robot_names())
 def test_compiled_fk_and_jacobian_match_mujoco(robot: str) -> None:
-    from hik_sim.learning.fast_network import _flat_geometry
+    from hik_sim.kinematics.flat_chain import flat_geometry as _flat_geometry
     from hik_sim.solvers._lm_numba import fk_jacobian
 
     spec = robot_by_id(robot)

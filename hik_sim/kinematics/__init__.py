@@ -7,7 +7,9 @@
 - :mod:`~hik_sim.kinematics.tolerances`: the success criteria and the one-pose rotation error (no torch);
 - :mod:`~hik_sim.kinematics.symmetry`: ``FirstJointSymmetry``, the rigid motion of the end-effector
   pose when the first joint moves (torch and NumPy);
-- :mod:`~hik_sim.kinematics.flips`: ``JointFlips``, the chain's flip symmetries.
+- :mod:`~hik_sim.kinematics.flips`: ``JointFlips``, the chain's flip symmetries;
+- :mod:`~hik_sim.kinematics.mujoco_chain`: ``SingleTargetKinematics``, FK and Jacobian of one configuration through
+  MuJoCo's C kinematics (numpy, no torch).
 
 The names in ``__all__`` are importable from here (``from hik_sim.kinematics import Chain, Tolerance``); each is imported
 from its module on first use, so importing the package imports nothing, and the torch-free modules stay torch-free.

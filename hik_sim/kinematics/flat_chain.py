@@ -3,7 +3,7 @@
 :func:`flat_geometry` writes a :class:`~hik_sim.kinematics.geometry.ChainGeometry` as ``G``: per joint
 :data:`GEOMETRY_STRIDE` values, rotation (3×3, row-major), translation (3), axis (3), revolute (1 or 0); then the
 tool's rotation (9) and translation (3). The same geometry
-:class:`~hik_sim.solvers.single_target.SingleTargetKinematics` compiles into MuJoCo. The kernels that read it
+:class:`~hik_sim.kinematics.mujoco_chain.SingleTargetKinematics` compiles into MuJoCo. The kernels that read it
 (forward kinematics, scores of answers, Jacobians) are in :mod:`hik_sim.kinematics._flat_chain_numba` (numba) and
 :mod:`hik_sim.solvers._lm_numba`; :func:`scores` is the scores' NumPy form, for when numba is not installed.
 NumPy only: importing this module imports neither numba nor torch.

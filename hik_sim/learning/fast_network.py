@@ -58,11 +58,9 @@ from hik_sim.learning.fast_ranking import CHOICE_TOLERANCE, Scorer, ranked_answe
 
 if TYPE_CHECKING:  # torch is imported by whoever hands us a network
     from hik_sim.learning.network import IKNetwork
-    from hik_sim.solvers.single_target import SingleTargetKinematics
+    from hik_sim.kinematics.mujoco_chain import SingleTargetKinematics
 
 __all__ = ["FastIKNetwork", "BACKENDS", "Backend", "numba_available", "MAX_TARGET_DISTANCE"]
-
-_flat_geometry = flat_geometry  # hik_sim.kinematics.flat_chain.flat_geometry, under the name tests/test_lm_backends.py imports
 
 Backend = Literal["auto", "numba", "numpy"]
 BACKENDS: tuple[str, ...] = ("auto", "numba", "numpy")

@@ -2,7 +2,7 @@
 rotation error / 2° of each answer's forward kinematics, like :meth:`IKNetwork.rank
 <hik_sim.learning.network.IKNetwork.rank>`, in float64.
 
-The forward kinematics are the caller's (:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`, MuJoCo's
+The forward kinematics are the caller's (:class:`~hik_sim.kinematics.mujoco_chain.SingleTargetKinematics`, MuJoCo's
 C functions, a few µs an answer) or the chain geometry's own (:mod:`hik_sim.kinematics.flat_chain`): compiled on
 the ``numba`` backend (about 1 µs for 4 answers, in the same compiled call as the network), NumPy on ``numpy``.
 Answers whose scores differ by less than the network's dtype's rounding may be ordered differently.
@@ -32,7 +32,7 @@ class Scorer:
 
     Args:
         kinematics: forward kinematics with ``fk(q)`` → a pose with ``pos`` (3,) [m] and ``quat`` (4,) wxyz
-            (:class:`~hik_sim.solvers.single_target.SingleTargetKinematics`), or None.
+            (:class:`~hik_sim.kinematics.mujoco_chain.SingleTargetKinematics`), or None.
         geometry: the flat chain geometry (:func:`~hik_sim.kinematics.flat_chain.flat_geometry`), used when
             ``kinematics`` is None.
         compiled: score the geometry with the numba kernel (:func:`hik_sim.kinematics._flat_chain_numba.scores`).

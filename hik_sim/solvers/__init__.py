@@ -9,8 +9,8 @@ One concept a module:
 - :mod:`~hik_sim.solvers.restarts`: ``MultistartIK``, ``TableSeededIK``, the restart loop and its random streams;
 - :mod:`~hik_sim.solvers.answers`: a network's answers as seeds (head order, first good answer);
 - :mod:`~hik_sim.solvers.hybrid`: ``HybridIK`` and its ``HybridPlan``;
-- :mod:`~hik_sim.solvers.single_target`: one configuration per call on MuJoCo's C kinematics
-  (``SingleTargetKinematics``, ``SingleTargetLM``); :mod:`~hik_sim.solvers.single_target_ik`: ``SingleTargetIK`` and its
+- :mod:`~hik_sim.solvers.single_target`: ``SingleTargetLM``, one target per call on MuJoCo's C kinematics
+  (:mod:`~hik_sim.kinematics.mujoco_chain`); :mod:`~hik_sim.solvers.single_target_ik`: ``SingleTargetIK`` and its
   ``SingleTargetPlan``; :mod:`~hik_sim.solvers._lm_numba`: the compiled LM;
 - :mod:`~hik_sim.solvers.pose_table`: ``PoseTable``, random configurations and their poses searched by pose;
 - :mod:`~hik_sim.solvers.dm_control`: ``DmControlIK``;

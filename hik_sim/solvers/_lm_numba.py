@@ -1,7 +1,7 @@
 """Compiled single-target Levenberg–Marquardt (numba): FK, geometric Jacobian and the LM loop of
 :class:`hik_sim.solvers.single_target.SingleTargetLM` in one call, without Python between iterations.
 
-The chain geometry ``G`` is the flat float64 array of :func:`hik_sim.learning.fast_network._flat_geometry`
+The chain geometry ``G`` is the flat float64 array of :func:`hik_sim.kinematics.flat_chain.flat_geometry`
 (per joint: origin rotation (9), origin translation (3), axis (3), revolute flag (1); then the tool
 rotation (9) and translation (3)). The method is the one the MuJoCo path runs, step for step: a 6-D
 residual (position [m]; the axis-angle vector of the rotation still to go [rad] times the rotation

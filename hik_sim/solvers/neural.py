@@ -332,7 +332,7 @@ class NeuralIK:
             import mujoco
 
             from hik_sim.learning.fast_network import FastIKNetwork
-            from hik_sim.solvers.single_target import SingleTargetKinematics
+            from hik_sim.kinematics.mujoco_chain import SingleTargetKinematics
 
             self._mujoco = mujoco
 
