@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hik_sim.policies import PRETRAINED_DIR
-from hik_sim.solvers.ik import IKResult
+from hik_sim.solvers.base import IKResult
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "kinematics_bench.py"
 
@@ -201,7 +201,8 @@ def test_soak_counts_a_violation_and_fails() -> None:
 
     from hik_sim.kinematics.chain import Chain
     from hik_sim.robots import get_robot
-    from hik_sim.solvers.ik import IKResult, Tolerance
+    from hik_sim.kinematics.tolerances import Tolerance
+    from hik_sim.solvers.base import IKResult
 
     soak = _load_script("soak")
     chain = Chain(get_robot("irb120"))

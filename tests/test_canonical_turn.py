@@ -305,7 +305,7 @@ def test_a_turn_input_network_trains_and_round_trips(tmp_path) -> None:  # noqa:
 
 
 def test_the_closed_loop_policy_asks_a_canonical_network_no_turned_queries() -> None:
-    from hik_sim.solvers.ik import NeuralIK
+    from hik_sim.solvers.neural import NeuralIK
     from hik_sim.solvers.registry import make_solver
 
     robot = robot_by_id("irb120")
@@ -330,7 +330,9 @@ def test_the_fk_a_behind_turn_network_spends_on_its_own_is_counted_by_every_solv
     fast forward pass really run (counted by wrapping them), and the network-alone solver and the closed-loop policy
     add it to their counts; asked for one set at a time it spends none, and the hybrid checks both sets itself."""
     from hik_sim.policies import load_pretrained
-    from hik_sim.solvers.ik import HybridIK, LMRefiner, NeuralIK
+    from hik_sim.solvers.hybrid import HybridIK
+    from hik_sim.solvers.lm import LMRefiner
+    from hik_sim.solvers.neural import NeuralIK
 
     chain = Chain(robot_by_id("irb120"))
     network = load_pretrained("irb120", "harmoatt_4answers")

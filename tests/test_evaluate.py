@@ -109,7 +109,7 @@ def test_the_papers_hybrid_is_one_lm_run_from_the_networks_answer() -> None:
     from hik_sim.learning.data import make_eval_set
     from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
-    from hik_sim.solvers.ik import LMRefiner
+    from hik_sim.solvers.lm import LMRefiner
 
     chain = Chain(get_robot("irb120"))
     targets = make_eval_set(chain, 777, 300).batch
@@ -213,7 +213,7 @@ class _StillPolicy:
     """A controller that always commands the joints where they are: the arm never moves."""
 
     def __init__(self) -> None:
-        from hik_sim.solvers.ik import IKResult
+        from hik_sim.solvers.base import IKResult
 
         self.failures, self.last_result = 0, {}
         self._result = IKResult(torch.zeros(1, 6), torch.zeros(1), torch.zeros(1), torch.ones(1, dtype=torch.bool),

@@ -68,7 +68,7 @@ def test_success_is_defined_once_and_the_single_pose_rotation_error_is_the_batch
     from hik_sim.evaluation.metrics import SUCCESS_THRESHOLDS
     from hik_sim.learning.network import CHOICE_TOLERANCE
     from hik_sim.kinematics.rotations import rotation_error
-    from hik_sim.solvers.ik import REPORT_TOLERANCES, Tolerance
+    from hik_sim.kinematics.tolerances import REPORT_TOLERANCES, Tolerance
     from hik_sim.kinematics.tolerances import LOOSE, SUCCESS, rotation_angle
 
     assert Tolerance() == SUCCESS == REPORT_TOLERANCES["5mm_2deg"] and (SUCCESS.position, SUCCESS.rotation) == CHOICE_TOLERANCE

@@ -22,7 +22,7 @@ from hik_sim.learning.data import FKStream, make_eval_set
 from hik_sim.learning.models.regression import IRB120_ELBOW_STRETCHED, branch_region
 from hik_sim.policies import load_pretrained, pretrained_names
 from hik_sim.robots import get_robot
-from hik_sim.solvers.ik import NeuralIK
+from hik_sim.solvers.neural import NeuralIK
 
 SHIPPED = f"irb120/{ONE_BRANCH_NETWORK}" in pretrained_names()
 needs_network = pytest.mark.skipif(not SHIPPED, reason=f"this checkout has no benchmarks/checkpoints/irb120/{ONE_BRANCH_NETWORK}")

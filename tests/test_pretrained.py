@@ -92,7 +92,8 @@ def test_the_hybrid_is_seeded_by_the_networks_that_cost_it_fewer_evaluations(rob
     within 2 % of ``harmoatt``'s evaluations (6.38 against 6.36) for a network under a quarter its size
     (less time for the hybrid, measured by benchmarks/ik_bench.py, not here)."""
     from hik_sim.policies import hybrid_fallback_name, hybrid_seed_name
-    from hik_sim.solvers.ik import HybridIK, LMRefiner
+    from hik_sim.solvers.hybrid import HybridIK
+    from hik_sim.solvers.lm import LMRefiner
     from hik_sim.solvers.registry import make_solver
 
     chosen, fallback = hybrid_seed_name(robot), hybrid_fallback_name(robot)
@@ -120,7 +121,7 @@ def test_the_default_controllers_are_harmoatt_ik_and_the_mlp_seed_stays_availabl
     the LM evaluations from home and random restarts."""
     from hik_sim.learning.models import HarmoAttIK
     from hik_sim.policies import IKController, hybrid_seed_name, single_target_seed_name
-    from hik_sim.solvers.ik import SingleTargetIK
+    from hik_sim.solvers.single_target_ik import SingleTargetIK
     from hik_sim.solvers.registry import make_solver
 
     assert single_target_seed_name(robot) == hybrid_seed_name(robot) == "harmoatt_4answers"

@@ -181,7 +181,7 @@ PAPER_HYBRID = "hybrid (paper: regression DNN → LM, one answer, no restarts)"
 SMALL_SEED_HYBRID = "hybrid: mlp_seed + LM"
 """The row of the batched hybrid seeded by the small single-target seed (``mlp_seed``, ~35 k weights) where one is shipped."""
 TABLE_LM = "table → LM (no network: the hybrid's pose table, LM and restarts)"
-"""The row of :class:`~hik_sim.solvers.ik.TableSeededIK`: what the hybrid does without its network."""
+"""The row of :class:`~hik_sim.solvers.restarts.TableSeededIK`: what the hybrid does without its network."""
 
 
 def paper_hybrid(network: IKNetwork, refiner: LMRefiner) -> HybridIK:
@@ -202,7 +202,7 @@ def hybrid_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED) -> dic
     answers is good for, the answers of :func:`~hik_sim.policies.hybrid_fallback_name`'s network where the robot
     has one; for targets short of exact, its pose table's nearest configurations, the other answers and random
     restarts, :data:`~hik_sim.solvers.RESTARTS` in all), the same without the network (its pose table's nearest
-    configurations first: :class:`~hik_sim.solvers.ik.TableSeededIK`) and
+    configurations first: :class:`~hik_sim.solvers.restarts.TableSeededIK`) and
     our multistart-10 (a target stops at its first exact start).
     Every FK a solver spends counts, including choosing among a network's answers; a pose table's FK, spent once
     when it is built, is not counted, as a network's training FK is not.
@@ -294,7 +294,7 @@ def one_branch_table(robot: RobotSpec, targets: int, seed: int = TARGET_SEED, ne
     ``seed``, ``make_eval_set(..., one_branch=True)``) and on :func:`hybrid_table`'s full-space targets
     (the same seed, the whole joint box), some of which no configuration of the branch reaches. Each target
     set gets the DNN alone and the paper's hybrid on it (:func:`paper_hybrid`: its one answer → the
-    paper's-definitions LM, :class:`~hik_sim.solvers.ik.LMRefiner`'s defaults, no restarts); each row also
+    paper's-definitions LM, :class:`~hik_sim.solvers.lm.LMRefiner`'s defaults, no restarts); each row also
     gives the share of answers that lie in the branch.
 
     Args:

@@ -23,7 +23,7 @@ from hik_sim.solvers.registry import SOLVER_NAMES
 
 if TYPE_CHECKING:
     from hik_sim.policies.controller import IKController
-    from hik_sim.solvers.ik import IKSolver
+    from hik_sim.solvers.base import IKSolver
 
 __all__ = ["PolicySpec", "WARM_UP_TARGETS", "build_policy", "checkpoint_label", "ik_accuracy", "warm_up_controller"]
 
@@ -78,8 +78,8 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
     :func:`hik_sim.solvers.registry.make_solver`: one of :data:`~hik_sim.solvers.registry.SOLVER_NAMES`
     (:data:`~hik_sim.evaluation.config.POLICY_NAMES` for every robot with shipped networks), any other network shipped for
     ``robot`` (e.g. ``harmoatt_4answers`` on the IRB120), or a checkpoint path. The solver is the
-    batched one (``hybrid``: :class:`~hik_sim.solvers.ik.HybridIK`), the controller runs the one-target
-    one (``hybrid``: :class:`~hik_sim.solvers.ik.SingleTargetIK` on the same network).
+    batched one (``hybrid``: :class:`~hik_sim.solvers.hybrid.HybridIK`), the controller runs the one-target
+    one (``hybrid``: :class:`~hik_sim.solvers.single_target_ik.SingleTargetIK` on the same network).
 
     Args:
         name: the policy.
@@ -93,7 +93,7 @@ def build_policy(name: str, robot: RobotSpec, device: str = "cpu", seed_network:
     """
     from hik_sim.policies import IKController
     from hik_sim.sim import SceneOptions
-    from hik_sim.solvers.ik import NeuralIK
+    from hik_sim.solvers.neural import NeuralIK
     from hik_sim.solvers.registry import SEEDED_NAMES, NetworkNotShippedError, UnknownSolverError, is_checkpoint, make_solver, shipped_networks
 
     seeded = name in SEEDED_NAMES

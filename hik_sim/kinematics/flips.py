@@ -9,7 +9,7 @@ pose a second configuration:
 
 (Euler angles: R_z(α) R_y(β) R_z(γ) = R_z(α + π) R_y(−β) R_z(γ + π)). Where the flipped values lie
 inside the joint limits, the flip is another exact answer, often on the far side of a limit that
-held a local solver back. :class:`~hik_sim.solvers.ik.HybridIK` starts LM from the flip of a run
+held a local solver back. :class:`~hik_sim.solvers.hybrid.HybridIK` starts LM from the flip of a run
 that ended short of exact, before any further seed: on the IRB120 the wrist flip of such a run
 pinned at a wrist limit reaches exact for about 6 in 10 of the targets whose four network answers
 all fail, at ~12 evaluations against the ~20 each random restart costs (docs/solvers.md).

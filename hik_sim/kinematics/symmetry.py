@@ -7,7 +7,7 @@ pose T is reached with first joint ``q₁`` exactly when ``M(−α) T`` is reach
 every other joint the same: an IK answer for the moved pose, with α added back to its first joint,
 is an answer for T, as exact as the answer it came from.
 
-:class:`~hik_sim.solvers.ik.NeuralIK` uses it to ask a network about a pose whose solution lies in
+:class:`~hik_sim.solvers.neural.NeuralIK` uses it to ask a network about a pose whose solution lies in
 the middle of the first joint's range when the pose itself needs that joint near a limit, where
 networks answer worst (the G1's shoulder pitch spans 5.76 rad; its two limits are 0.52 rad apart
 the short way round, and every answer near either saturates; docs/networks.md).

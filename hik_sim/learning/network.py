@@ -368,7 +368,7 @@ class IKNetwork(nn.Module):
 
         Unranked (:meth:`solve_all` ranks them), inside the joint limits, no gradients, in the network's
         dtype and device. Following one head h across nearby targets follows one solution branch: what
-        the closed-loop corrections of :class:`~hik_sim.solvers.ik.NeuralIK` rely on. Targets as for
+        the closed-loop corrections of :class:`~hik_sim.solvers.neural.NeuralIK` rely on. Targets as for
         :meth:`solve_all`; an empty batch (B = 0) answers an empty (0, H, n) tensor. ``turned``: a
         ``behind_turn`` network's answers for the poses beyond its first joint's range (:meth:`forward`): with
         ``range`` and ``azimuth`` it spends no FK of its own, and a caller can check both sets itself.

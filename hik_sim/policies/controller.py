@@ -31,7 +31,8 @@ import torch
 from hik_sim.errors import SolverError
 from hik_sim.robots import RobotSpec
 from hik_sim.solvers.registry import NETWORK_FREE_NAMES, SOLVER_NAMES, NetworkNotShippedError, UnknownSolverError, make_solver
-from hik_sim.solvers.ik import IKResult, IKSolver, NeuralIK, SingleTargetSolver
+from hik_sim.solvers.base import IKResult, IKSolver, SingleTargetSolver
+from hik_sim.solvers.neural import NeuralIK
 from hik_sim.kinematics.tolerances import rotation_angle
 
 __all__ = ["IKController", "CONTROLLER_KINDS"]
@@ -48,8 +49,8 @@ class IKController:
     """Observation → joint targets, through an IK solver.
 
     Args:
-        solver: an :class:`~hik_sim.solvers.ik.IKSolver`; one that is also a
-            :class:`~hik_sim.solvers.ik.SingleTargetSolver` (:class:`~hik_sim.solvers.ik.SingleTargetIK`)
+        solver: an :class:`~hik_sim.solvers.base.IKSolver`; one that is also a
+            :class:`~hik_sim.solvers.base.SingleTargetSolver` (:class:`~hik_sim.solvers.single_target_ik.SingleTargetIK`)
             is called through ``solve_one``, the fast path, the others through ``solve`` on a batch of one.
         joint_velocity_limit: largest joint speed a command may ask for [rad/s], or ``None``.
         dt: the environment's control period [s] (needed with ``joint_velocity_limit``).
@@ -63,17 +64,17 @@ class IKController:
             it accepted; the next solve starts from it.
         last_command: per environment index, the last command (n,) sent: the target, clipped by
             ``joint_velocity_limit`` where one is set.
-        last_result: per environment index, the solver's last :class:`~hik_sim.solvers.ik.IKResult`.
+        last_result: per environment index, the solver's last :class:`~hik_sim.solvers.base.IKResult`.
         last_repeated: per environment index, whether that result answered a repeated query (below).
         failures: solves outside the solver's tolerance since the controller was made.
 
-    A network alone (:class:`~hik_sim.solvers.ik.NeuralIK`) answers the same query with the same
+    A network alone (:class:`~hik_sim.solvers.neural.NeuralIK`) answers the same query with the same
     answer, so a query repeated exactly (the same goal from the same last target: a goal it missed,
     whose answer it did not take) is answered with the last result, not solved again; that result
     then counts no FK and its ``wall_time`` is the time of the lookup.
 
     Raises:
-        SolverError: ``solver`` is not an :class:`~hik_sim.solvers.ik.IKSolver`, or bad limits.
+        SolverError: ``solver`` is not an :class:`~hik_sim.solvers.base.IKSolver`, or bad limits.
     """
 
     def __init__(self, solver: IKSolver, joint_velocity_limit: float | None = None, dt: float | None = None,
@@ -84,7 +85,7 @@ class IKController:
             raise SolverError(f"lead_time must be >= 0, got {lead_time}")
         if not isinstance(solver, IKSolver):
             raise SolverError(f"{type(solver).__name__} is not an IK solver: it needs a chain and "
-                              "solve(target_pos, target_quat, q_init=None) -> IKResult (hik_sim.solvers.ik.IKSolver)")
+                              "solve(target_pos, target_quat, q_init=None) -> IKResult (hik_sim.solvers.base.IKSolver)")
         self._solve_one = solver.solve_one if isinstance(solver, SingleTargetSolver) else None  # checked once, not per step
         self.solver, self.joint_velocity_limit, self.dt, self.lead_time = solver, joint_velocity_limit, dt, lead_time
         self.rotation_weight = rotation_weight
@@ -110,7 +111,7 @@ class IKController:
                 too: ``lm``, ``multistart`` and ``dm_control`` need no network).
             kind: ``hybrid`` (network seed + LM, single-target path), ``closed_loop`` (the
                 closed-loop network, ``closed_loop_network_name``, closed on its own error by
-                :data:`~hik_sim.solvers.ik.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
+                :data:`~hik_sim.solvers.neural.CLOSED_LOOP_CORRECTIONS` goal-shift corrections, no
                 least-squares solver), a shipped network's name such as ``harmoatt_4answers`` (that
                 network alone, open loop; from a checkout also ``harmoatt``, ``mlp``, ``cycleik`` or
                 ``regression`` where trained), a checkpoint path, ``multistart`` (LM from the

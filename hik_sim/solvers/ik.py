@@ -1,10 +1,10 @@
-"""Re-exports of the solvers' names under ``hik_sim.solvers.ik``; nothing is defined here.
+"""The solvers' names under one import, ``hik_sim.solvers.ik``, for user code that reaches them here; nothing is defined here.
 
 Every name lives in one of :mod:`~hik_sim.solvers.base`, :mod:`~hik_sim.solvers.neural`, :mod:`~hik_sim.solvers.lm`,
 :mod:`~hik_sim.solvers.restarts`, :mod:`~hik_sim.solvers.answers`, :mod:`~hik_sim.solvers.hybrid`,
-:mod:`~hik_sim.solvers.single_target_ik` and :mod:`~hik_sim.solvers.dm_control`; import from those (or the public names from
-:mod:`hik_sim.solvers`). Tolerances are re-exported from
-:mod:`~hik_sim.kinematics.tolerances` and the LM rules from :mod:`~hik_sim.solvers.lm_rules`.
+:mod:`~hik_sim.solvers.single_target_ik` and :mod:`~hik_sim.solvers.dm_control`; tolerances in
+:mod:`~hik_sim.kinematics.tolerances` and the LM rules in :mod:`~hik_sim.solvers.lm_rules`. The package's own code
+imports each name from its module; new code should too, or take the public names from :mod:`hik_sim.solvers`.
 """
 
 from __future__ import annotations
