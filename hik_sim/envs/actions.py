@@ -58,7 +58,7 @@ def make_ik_controller(robot: RobotSpec, ik: Any = None) -> IKController:
         robot: the environment's robot.
         ik: ``None`` (``hybrid`` where a network is shipped for the robot, else ``lm``); a name
             :func:`~hik_sim.solvers.registry.make_solver` takes (``hybrid``, ``lm``, ``harmoatt``, a
-            checkpoint path, ...); an :class:`~hik_sim.solvers.ik.IKSolver`; an
+            checkpoint path, ...); an :class:`~hik_sim.solvers.base.IKSolver`; an
             :class:`~hik_sim.learning.network.IKNetwork` (it seeds the single-target hybrid, LM after
             the network); or an :class:`~hik_sim.policies.IKController`.
 
@@ -67,7 +67,7 @@ def make_ik_controller(robot: RobotSpec, ik: Any = None) -> IKController:
     """
     from hik_sim.learning.network import IKNetwork
     from hik_sim.policies.controller import IKController
-    from hik_sim.solvers.ik import IKSolver
+    from hik_sim.solvers.base import IKSolver
     from hik_sim.solvers.registry import make_solver, shipped_networks
 
     if ik is None:
