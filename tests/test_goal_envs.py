@@ -41,7 +41,8 @@ def test_goal_env_passes_check_env_without_warnings(env_id: str) -> None:
     for box in space.spaces.values():
         assert np.isfinite(box.low).all() and np.isfinite(box.high).all()
     assert np.all(env.action_space.low == -1.0) and np.all(env.action_space.high == 1.0) and env.action_space.shape == (env.unwrapped.robot.dof,)
-    assert space.contains(obs) and obs["achieved_goal"][3] >= 0 and obs["desired_goal"][3] >= 0  # w >= 0
+    home_quat = env.unwrapped.home_quat
+    assert space.contains(obs) and obs["achieved_goal"][3:] @ home_quat >= 0 and obs["desired_goal"][3:] @ home_quat >= 0
     assert reward in (0.0, -1.0) and info["is_success"] == (reward == 0.0)
     env.close()
 
@@ -77,6 +78,34 @@ def test_compute_reward_of_a_batch_equals_per_sample_calls(reward_type: str) -> 
     assert np.allclose(batch, expected, rtol=0, atol=1e-12)
     with pytest.raises(HikError, match=r"\(\.\.\., 7\)"):
         env.compute_reward(achieved[:, :6], desired[:, :6], {})
+
+
+def test_goal_quaternions_are_signed_towards_home_and_continuous_near_it() -> None:
+    from hik_sim.envs.actions import canonical_quaternion
+    from hik_sim.envs.goal import hemisphere_quaternion
+
+    env = gym.make("hik_sim/ReachGoal-irb120-v0", action_type="ee_delta", ik="lm", goal_spread=0.1)
+    home_quat = env.unwrapped.home_quat
+    assert abs(home_quat[0]) < 1e-6  # the IRB120's tool points down at home: w = 0, where "w >= 0" flips the sign
+    rng = np.random.default_rng(0)
+    jumps, w_flips = [], 0
+    for episode in range(3):
+        obs, _ = env.reset(seed=episode)
+        assert obs["desired_goal"][3:] @ home_quat >= 0
+        previous = obs["achieved_goal"][3:]
+        for _ in range(30):
+            obs, *_ = env.step(rng.uniform(-1, 1, 6))
+            quat = obs["achieved_goal"][3:]
+            assert quat @ home_quat >= 0 and np.allclose(obs["observation"][-4:], quat)
+            jumps.append(np.linalg.norm(quat - previous))
+            w_flips += canonical_quaternion(quat) @ canonical_quaternion(previous) < 0
+            previous = quat
+    # a step turns the tool by at most ~0.17 rad (0.1 rad per axis), a quaternion by half that: no jump from q to -q
+    assert max(jumps) < 0.2 and w_flips > 0, (max(jumps), w_flips)  # where the w >= 0 sign would have jumped
+    quat = _goals(rng, 50)[:, 3:]
+    signed = hemisphere_quaternion(quat, home_quat)
+    assert np.all(signed @ home_quat >= 0) and np.allclose(np.abs(signed), np.abs(quat))
+    assert np.allclose(rotation_angles(signed, quat), 0.0, atol=1e-7)  # the same orientations
 
 
 def test_batched_rotation_angles_match_the_single_pose_formula() -> None:
@@ -261,28 +290,32 @@ def test_sac_with_her_runs_on_the_goal_env_and_relabels_with_compute_reward() ->
     assert action.shape == (6,) and np.all(np.abs(action) <= 1)
 
 
-@pytest.mark.slow  # two short SAC runs and their evaluations: about 30 s on the shared 2-core machine
-def test_rl_reach_benchmark_quick_run_writes_its_record(tmp_path) -> None:  # noqa: ANN001
-    import importlib.util
+@pytest.mark.slow  # two short SAC runs in two processes and their evaluations: about 40 s on the shared 2-core machine
+def test_rl_reach_benchmark_quick_run_writes_its_record(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import importlib
     import json
     from pathlib import Path
 
+    from hik_sim.kinematics.tolerances import LOOSE
+
     pytest.importorskip("stable_baselines3")
-    path = Path(__file__).parent.parent / "benchmarks" / "rl_reach.py"
-    spec = importlib.util.spec_from_file_location("rl_reach", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert bench.main(["--steps", "60", "--seeds", "0", "--eval-every", "60", "--eval-episodes", "1", "--out", str(tmp_path)]) == 0
+    monkeypatch.syspath_prepend(str(Path(__file__).parent.parent / "benchmarks"))  # --jobs' processes import it by name too
+    bench = importlib.import_module("rl_reach")
+    args = ["--steps", "60", "--seeds", "0", "--eval-every", "60", "--eval-episodes", "1", "--reward", "sparse", "--jobs", "2"]
+    assert bench.main([*args, "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "rl_reach.json").read_text())
     assert [r["action_type"] for r in record["runs"]] == ["joint_normalized", "ee_delta"]
     for run in record["runs"]:
         assert [p["steps"] for p in run["curve"]] == [0, 60]
-        assert all(0 <= p["success"] <= 1 and p["pos_err_mm"] > 0 for p in run["curve"])
-        assert 0 <= run["her_rewards_at_zero"] <= 1
+        assert all(0 <= p["success"] <= p["success_loose"] <= 1 and p["pos_err_mm"] > 0 for p in run["curve"])
+        assert 0 <= run["her_rewards_at_zero"] <= 1  # the sparse reward's share of zeros in the HER buffer
+    assert record["reward"] == "sparse" and record["sac"]["ent_coef"] == "auto_0.05" and record["normalize"]["norm_obs"]
     assert record["tolerance"] == {"name": "success", "position_m": SUCCESS.position, "rotation_rad": SUCCESS.rotation}
+    assert record["evaluated_at"]["success_loose"] == {"position_m": LOOSE.position, "rotation_rad": LOOSE.rotation}
     hold, proportional = record["scripted"]["hold"], record["scripted"]["proportional"]
     assert proportional["success"] == 1.0 and proportional["pos_err_mm"] < 1.0  # the task is solvable through the ee_delta IK
     assert hold["success"] == 0.0 and hold["pos_err_mm"] > 10.0  # and holding home does not solve it
     joint, ee = record["runs"]
     assert joint["ik_time_median_ms"] == 0.0 and ee["ik_time_median_ms"] > 0  # only the ee_delta run solves IK
-    assert "| `ee_delta` | 60 | 1 |" in (tmp_path / "rl_reach.md").read_text() and (tmp_path / "rl_reach.png").stat().st_size > 10_000
+    markdown = (tmp_path / "rl_reach.md").read_text()
+    assert "| `ee_delta` | sparse reward, success tolerance | 60 | 1 |" in markdown and (tmp_path / "rl_reach.png").stat().st_size > 10_000

@@ -12,17 +12,28 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from hik_sim.envs.actions import canonical_quaternion, rotation_angles
+from hik_sim.envs.actions import rotation_angles
 from hik_sim.envs.reach import ReachEnv
 from hik_sim.errors import EnvError
 from hik_sim.robots import RobotSpec
 
-__all__ = ["ReachGoalEnv", "REWARD_TYPES", "GOAL_SIZE"]
+__all__ = ["ReachGoalEnv", "REWARD_TYPES", "GOAL_SIZE", "hemisphere_quaternion"]
 
 REWARD_TYPES: tuple[str, ...] = ("sparse", "dense")
 """``reward_type`` values: ``sparse`` (0 within tolerance, else -1) or ``dense`` (minus the weighted errors)."""
 GOAL_SIZE = 7
-"""A goal: position (3,) [m] and unit quaternion (4,) wxyz with w >= 0, in the chain's base frame."""
+"""A goal: position (3,) [m] and unit quaternion (4,) wxyz, signed towards the home orientation, in the chain's base frame."""
+
+
+def hemisphere_quaternion(quat: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Unit quaternions (..., 4) wxyz signed so that their dot product with ``reference`` (4,) is >= 0.
+
+    q and -q are one orientation; this picks the one nearer ``reference``, so orientations near it
+    have nearby quaternions. (``w >= 0`` is the same rule about the identity, and it jumps from q to
+    -q where w crosses 0: at every rotation of 180°, such as a tool pointing down.)
+    """
+    quat = np.asarray(quat, dtype=np.float64)
+    return np.where((quat @ np.asarray(reference, dtype=np.float64))[..., None] < 0, -quat, quat)
 
 
 class ReachGoalEnv(ReachEnv):
@@ -41,10 +52,14 @@ class ReachGoalEnv(ReachEnv):
     ## Observation Space
     ``Dict`` of finite float64 ``Box`` spaces, base frame: ``observation`` (2n + 7,): joint positions
     [rad] (limits ± 0.5 rad), joint velocities [rad/s] (±50), end-effector position [m] (±1.5 × the
-    chain's largest reach) and quaternion (wxyz, w >= 0); ``achieved_goal`` (7,): the end-effector's
-    position and quaternion; ``desired_goal`` (7,): the goal's. A quaternion is kept with w >= 0 so
-    that one orientation is one goal (q and -q are the same); :meth:`compute_reward` does not depend
-    on the sign.
+    chain's largest reach) and quaternion (wxyz); ``achieved_goal`` (7,): the end-effector's
+    position and quaternion; ``desired_goal`` (7,): the goal's. A quaternion's sign is the one whose
+    dot product with the home pose's quaternion (:attr:`home_quat`) is >= 0
+    (:func:`hemisphere_quaternion`), so that one orientation is one goal (q and -q are the same) and
+    orientations near home have nearby quaternions: ``w >= 0`` would flip the sign wherever w crosses
+    0, and a tool pointing down, as the IRB120's at home, sits on that line (w = 0), so a rotation of
+    a few degrees would jump the goal by up to 2. The representation is discontinuous only 180° from
+    home. :meth:`compute_reward` does not depend on the sign.
 
     ## Rewards
     ``compute_reward(achieved_goal, desired_goal, info)`` for one goal (7,) or a batch (B, 7):
@@ -80,6 +95,7 @@ class ReachGoalEnv(ReachEnv):
             raise EnvError(f"unknown reward_type {reward_type!r}; reward types are: {', '.join(REWARD_TYPES)}")
         super().__init__(robot, urdf, base, ee, action_type=action_type, **kwargs)
         self.reward_type, self.terminate_on_success = reward_type, bool(terminate_on_success)
+        self.home_quat = self.fk(np.asarray(self.robot.home, dtype=np.float64))[1]  # (4,) wxyz: the sign's reference
         b = self._bounds
         state = [b["joint_pos"], b["joint_vel"], b["ee_pos"], b["ee_quat"]]
         goal = spaces.Box(np.concatenate([b["ee_pos"].low, b["ee_quat"].low]), np.concatenate([b["ee_pos"].high, b["ee_quat"].high]),
@@ -90,7 +106,7 @@ class ReachGoalEnv(ReachEnv):
         })
 
     def _goal_observation(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        ee_quat, goal_quat = canonical_quaternion(state["ee_quat"]), canonical_quaternion(state["goal_quat"])
+        ee_quat, goal_quat = hemisphere_quaternion(state["ee_quat"], self.home_quat), hemisphere_quaternion(state["goal_quat"], self.home_quat)
         return {"observation": np.concatenate([state["joint_pos"], state["joint_vel"], state["ee_pos"], ee_quat]),
                 "achieved_goal": np.concatenate([state["ee_pos"], ee_quat]),
                 "desired_goal": np.concatenate([state["goal_pos"], goal_quat])}
