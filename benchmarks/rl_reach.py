@@ -34,7 +34,8 @@ final table) and ``rl_reach.png`` (success rate and position error against envir
 Usage::
 
     python benchmarks/rl_reach.py                                  # irb120, 3 seeds x 10,000 steps per action type
-    python benchmarks/rl_reach.py --reward sparse --tolerance loose --out benchmarks/results/rl_reach_loose
+    python benchmarks/rl_reach.py --jobs 3                         # the record: 3 runs at once
+    python benchmarks/rl_reach.py --reward sparse --tolerance loose --out /tmp/rl_loose   # sparse reward, 10 mm & 20°
     python benchmarks/rl_reach.py --steps 600 --seeds 0 --eval-every 300 --eval-episodes 3 --out /tmp/rl   # quick
 """
 
