@@ -364,7 +364,7 @@ CLI_CORPUS = [
     ("evaluate", ["--policy", "{tmp}/missing.pt"], r"checkpoint not found: .*missing.pt"),
     ("evaluate", ["--checkpoint", "{tmp}/missing.pt"], r"checkpoint not found: .*missing.pt"),
     ("evaluate", ["--checkpoint", "{tmp}/file.txt"], r"--checkpoint takes a checkpoint file \(.pt\)"),
-    ("evaluate", ["--policy", "{pretrained}/g1/mlp.safetensors"], r"checkpoint for robot 'g1' does not fit robot 'irb120'"),
+    ("evaluate", ["--policy", "{pretrained}/g1/mlp_seed.safetensors"], r"checkpoint for robot 'g1' does not fit robot 'irb120'"),
     ("evaluate", ["--out", "{tmp}/file.txt"], r"is an existing file; give --out a new or empty folder"),
     ("evaluate", ["--out", "{tmp}/run/report.json"], r"--out is the run folder .* looks like a file name"),
     ("evaluate", ["--suite", "paper", "--out", "{tmp}/paper.md"], r"--out is the run folder .* looks like a file name"),
