@@ -27,8 +27,9 @@ Two scripted policies on the same goals calibrate the figures: ``hold`` (zero ``
 the arm stays at home, its errors are the goals' distances) and ``proportional`` (``ee_delta``
 actions ``clip(error / step bound)``: the task solved through the IK, the best a policy can expect).
 
-Output in ``--out``: ``rl_reach.json`` (configuration, machine, every curve), ``rl_reach.md`` (the
-final table) and ``rl_reach.png`` (success rate and position error against environment steps).
+Output in ``--out``: ``rl_reach.json`` (the provenance block first, with Stable-Baselines3's version and ``--jobs``;
+then the configuration and every curve), ``rl_reach.md`` (the final table under the provenance line) and
+``rl_reach.png`` (success rate and position error against environment steps).
 ``--jobs`` runs that many runs at once, each in its own process with one torch thread.
 
 Usage::
@@ -41,22 +42,20 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-import hik_sim.envs  # noqa: F401  (registration)
-from hik_sim.kinematics.tolerances import LOOSE, SUCCESS
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
+import hik_sim.envs  # noqa: F401,E402  (registration)
+from hik_sim.kinematics.tolerances import LOOSE, SUCCESS  # noqa: E402
 
 ACTION_TYPES = ("joint_normalized", "ee_delta")
 SAC_SETTINGS: dict[str, Any] = {"learning_rate": 1e-3, "gamma": 0.95, "tau": 0.05, "batch_size": 128, "learning_starts": 500,
@@ -173,10 +172,10 @@ def table(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]], rew
 
     ``reward``: what the runs trained on, as the table's second column says it (e.g. ``dense``).
     """
-    lines = [f"| actions | trained on | steps | seeds | success 5 mm & 2° (mean) | per seed | success 10 mm & 20° (mean) | per seed | "
-             "position error [mm] (median, mean of seeds) | rotation error [°] | IK failures a step | "
-             "IK time a step, median / p95 [ms] | buffer rewards at 0 | wall time a run [s] |",
-             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    header = ["actions", "trained on", "steps", "seeds", "success 5 mm & 2° (mean)", "per seed", "success 10 mm & 20° (mean)",
+              "per seed", "position error [mm] (median, mean of seeds)", "rotation error [°]", "IK failures a step",
+              "IK time a step, median / p95 [ms]", "buffer rewards at 0", "wall time a run [s]"]
+    rows: list[list[str]] = []
     for action_type in ACTION_TYPES:
         mine = [r for r in runs if r["action_type"] == action_type]
         if not mine:
@@ -185,16 +184,16 @@ def table(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]], rew
         mean = lambda key, last=last: statistics.fmean(x[key] for x in last)  # noqa: E731
         per_seed = lambda key, last=last: ", ".join(f"{100 * x[key]:.0f} %" for x in last)  # noqa: E731
         buffer = [r["her_rewards_at_zero"] for r in mine if r["her_rewards_at_zero"] is not None]
-        lines.append(f"| `{action_type}` | {reward} | {last[0]['steps']:,} | {len(mine)} | {100 * mean('success'):.0f} % | "
-                     f"{per_seed('success')} | {100 * mean('success_loose'):.0f} % | {per_seed('success_loose')} | "
-                     f"{mean('pos_err_mm'):.1f} | {mean('rot_err_deg'):.1f} | {mean('ik_failures_per_step'):.3f} | "
-                     f"{statistics.fmean(r['ik_time_median_ms'] for r in mine):.2f} / {statistics.fmean(r['ik_time_p95_ms'] for r in mine):.2f} | "
-                     f"{f'{100 * statistics.fmean(buffer):.1f} %' if buffer else '–'} | {statistics.fmean(r['wall_s'] for r in mine):.0f} |")
+        rows.append([f"`{action_type}`", reward, f"{last[0]['steps']:,}", str(len(mine)), f"{100 * mean('success'):.0f} %",
+                     per_seed("success"), f"{100 * mean('success_loose'):.0f} %", per_seed("success_loose"),
+                     f"{mean('pos_err_mm'):.1f}", f"{mean('rot_err_deg'):.1f}", f"{mean('ik_failures_per_step'):.3f}",
+                     f"{statistics.fmean(r['ik_time_median_ms'] for r in mine):.2f} / {statistics.fmean(r['ik_time_p95_ms'] for r in mine):.2f}",
+                     f"{100 * statistics.fmean(buffer):.1f} %" if buffer else "–", f"{statistics.fmean(r['wall_s'] for r in mine):.0f}"])
     for kind, result in scripted.items():
-        lines.append(f"| scripted `{kind}` (`ee_delta`) | – | – | – | {100 * result['success']:.0f} % | – | "
-                     f"{100 * result['success_loose']:.0f} % | – | {result['pos_err_mm']:.1f} | {result['rot_err_deg']:.1f} | "
-                     f"{result['ik_failures_per_step']:.3f} | – | – | – |")
-    return "\n".join(lines)
+        rows.append([f"scripted `{kind}` (`ee_delta`)", "–", "–", "–", f"{100 * result['success']:.0f} %", "–",
+                     f"{100 * result['success_loose']:.0f} %", "–", f"{result['pos_err_mm']:.1f}", f"{result['rot_err_deg']:.1f}",
+                     f"{result['ik_failures_per_step']:.3f}", "–", "–", "–"])
+    return harness.markdown_table(header, rows, "llrrrlrlrrrrrr")
 
 
 def plot(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]], path: Path, title: str) -> None:
@@ -237,22 +236,19 @@ def plot(runs: list[dict[str, Any]], scripted: dict[str, dict[str, float]], path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", default="irb120")
-    parser.add_argument("--steps", type=int, default=10_000, help="environment steps per run")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--eval-every", type=int, default=1000)
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--goal-spread", type=float, default=0.1)
+    parser = harness.make_parser(__file__, __doc__.split("\n\n")[0], out="benchmarks/results/rl_reach")
+    harness.add_robot(parser)
+    parser.add_argument("--steps", type=harness.at_least(1), default=10_000, help="environment steps per run (default 10000)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default 0 1 2)")
+    parser.add_argument("--eval-every", type=harness.at_least(1), default=1000, help="environment steps between evaluations (default 1000)")
+    parser.add_argument("--eval-episodes", type=harness.at_least(1), default=20, help="episodes an evaluation (default 20)")
+    parser.add_argument("--goal-spread", type=float, default=0.1, help="goal configurations drawn towards home: home + spread × (random − home) (default 0.1)")
     parser.add_argument("--reward", choices=REWARD_TYPES, default="dense", help="dense: minus the weighted errors; sparse: 0 within --tolerance, else -1")
     parser.add_argument("--tolerance", choices=tuple(TOLERANCES), default="success",
                         help="the sparse reward's tolerance: success (5 mm & 2°) or loose (10 mm & 20°); not used by the dense reward")
     parser.add_argument("--action-types", nargs="+", choices=ACTION_TYPES, default=list(ACTION_TYPES))
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, one process and one torch thread each")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rl_reach"))
+    parser.add_argument("--jobs", type=harness.at_least(1), default=1, help="runs at once, one process and one torch thread each")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.eval_every < 1 or args.eval_episodes < 1 or args.jobs < 1:
-        parser.error("--steps, --eval-every, --eval-episodes and --jobs must be >= 1")
     import torch
 
     torch.set_num_threads(1)  # the scripted policies' IK, and every run when --jobs is 1
@@ -272,30 +268,23 @@ def main(argv: list[str] | None = None) -> int:
             runs = list(pool.map(train, *zip(*jobs)))
     import stable_baselines3
 
-    command = "python benchmarks/rl_reach.py " + " ".join(argv if argv is not None else sys.argv[1:])
     trained_on = "dense reward" if args.reward == "dense" else f"sparse reward, {args.tolerance} tolerance"
-    record = {"command": command.strip(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
-                          "torch": torch.__version__, "stable_baselines3": stable_baselines3.__version__, "torch_threads": 1,
-                          "jobs": args.jobs},
-              "robot": args.robot, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every,
+    info = harness.provenance(__file__, argv, stable_baselines3=stable_baselines3.__version__, jobs=args.jobs)
+    record = {"robot": args.robot, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "goal_spread": args.goal_spread, "reward": args.reward,
               "tolerance": {"name": args.tolerance, "position_m": tolerance.position, "rotation_rad": tolerance.rotation},
               "evaluated_at": {"success": {"position_m": SUCCESS.position, "rotation_rad": SUCCESS.rotation},
                                "success_loose": {"position_m": LOOSE.position, "rotation_rad": LOOSE.rotation}},
               "sac": SAC_SETTINGS, "her": HER_SETTINGS, "normalize": NORMALIZE_SETTINGS, "scripted": scripted, "runs": runs}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "rl_reach.json").write_text(json.dumps(record, indent=1) + "\n")
     title = (f"SAC + HER on hik_sim/ReachGoal-{args.robot}-v0 (goal_spread {args.goal_spread}, {trained_on}): "
              f"joint-space against end-effector actions, {args.steps:,} steps a run")
-    markdown = (f"# {title}\n\n`{record['command']}` ({record['date']}, {record['machine']['processor']}, torch "
-                f"{torch.__version__}, Stable-Baselines3 {stable_baselines3.__version__}, one torch thread a run, {args.jobs} at once)\n\n"
+    markdown = (f"Stable-Baselines3 {stable_baselines3.__version__}, one torch thread a run, {args.jobs} at once. "
                 f"Trained on the {trained_on}; success is measured at the last step of {args.eval_episodes} deterministic "
                 f"episodes on fixed goals per run, within 5 mm & 2° (the project's criterion) and within 10 mm & 20°.\n\n"
                 f"{table(runs, scripted, trained_on)}\n")
-    (args.out / "rl_reach.md").write_text(markdown)
+    _, md_path = harness.write_record(args.out, "rl_reach", record, markdown, info, title)
     plot(runs, scripted, args.out / "rl_reach.png", title)
-    print(markdown)
+    print(md_path.read_text(encoding="utf-8"))
     return 0
 
 
