@@ -4,17 +4,42 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from hik_sim.errors import HikError
 from hik_sim.robots import RobotSpec
 from hik_sim.sim.options import SceneOptions
 from hik_sim.robots.urdf import UrdfModel, load_urdf_tree
 
-if TYPE_CHECKING:
-    from hik_sim.sim.measure import Measurements
+__all__ = ["Draft", "Measurements", "compile_spec", "set_joints"]
 
-__all__ = ["Draft", "compile_spec", "set_joints"]
+
+@dataclass(frozen=True)
+class Measurements:
+    """What the first compile measured (:func:`hik_sim.sim.measure.measure_on_a_first_compile`); positions are in the
+    world frame after the lift.
+
+    Attributes:
+        lift: how far the robot rises to stand on the floor [m].
+        inertia: joint name → the largest joint-space inertia (diagonal of M) it sees [kg·m² or kg].
+        held_ranges: held joint name → its range in MuJoCo's model, or ``None`` when unlimited.
+        workspace_center: (3,) centre of the sampled end-effector positions [m].
+        workspace_radius: radius of a ball around it holding them (at least 5 cm) [m].
+        robot_center: (3,) centre of the robot's body origins at home [m].
+        robot_radius: radius of a ball around it holding them, plus 10 cm [m].
+        root_rotation: (3, 3) the root body's world orientation at home.
+    """
+
+    lift: float
+    inertia: dict[str, float]
+    held_ranges: dict[str, tuple[float, float] | None]
+    workspace_center: np.ndarray
+    workspace_radius: float
+    robot_center: np.ndarray
+    robot_radius: float
+    root_rotation: np.ndarray
 
 
 @dataclass

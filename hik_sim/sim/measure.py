@@ -10,38 +10,12 @@ joint sees (for servos that are never underdamped). At home again, the bounds of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from hik_sim.sim.draft import Draft, compile_spec, set_joints
+from hik_sim.sim.draft import Draft, Measurements, compile_spec, set_joints
 
 __all__ = ["Measurements", "measure_on_a_first_compile"]
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """What the first compile measured; positions are in the world frame after the lift.
-
-    Attributes:
-        lift: how far the robot rises to stand on the floor [m].
-        inertia: joint name → the largest joint-space inertia (diagonal of M) it sees [kg·m² or kg].
-        held_ranges: held joint name → its range in MuJoCo's model, or ``None`` when unlimited.
-        workspace_center: (3,) centre of the sampled end-effector positions [m].
-        workspace_radius: radius of a ball around it holding them (at least 5 cm) [m].
-        robot_center: (3,) centre of the robot's body origins at home [m].
-        robot_radius: radius of a ball around it holding them, plus 10 cm [m].
-        root_rotation: (3, 3) the root body's world orientation at home.
-    """
-
-    lift: float
-    inertia: dict[str, float]
-    held_ranges: dict[str, tuple[float, float] | None]
-    workspace_center: np.ndarray
-    workspace_radius: float
-    robot_center: np.ndarray
-    robot_radius: float
-    root_rotation: np.ndarray
 
 
 def _lowest_point(model, data) -> float:  # noqa: ANN001
