@@ -38,7 +38,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -52,6 +51,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
+import harness  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "attention_ablation"
@@ -287,11 +289,8 @@ def headline(rows: list[dict[str, Any]]) -> list[str]:
 
 def summary(rows: list[dict[str, Any]], minutes: float) -> str:
     """Markdown: per robot × model mean ± 95 % CI over seeds; paired differences against ``harmoatt``; fusion use."""
-    lines = [f"# Attention ablation: {minutes:g} calibrated minutes a run, test targets seed {TEST_SEED}", "",
-             "Mean ± 95 % t-interval over seeds (n = seeds). Command: `python benchmarks/attention_ablation.py --summary`.", "",
-             "| robot | model | n | params | steps | pos mean [mm] | rot mean [°] | success 5 mm & 2° [%] |",
-             "|---|---|---:|---:|---:|---|---|---|"]
     robots = [r for r in ROBOTS if any(row["robot"] == r for row in rows)]
+    means = []
     for robot in robots:
         for arm in ARMS:
             mine = [r for r in rows if r["robot"] == robot and r["model"] == arm]
@@ -301,19 +300,12 @@ def summary(rows: list[dict[str, Any]], minutes: float) -> str:
             for key, scale in (("pos_mean_mm", 1), ("rot_mean_deg", 1), ("success_5mm_2deg", 100)):
                 m, h = interval([scale * r[key] for r in mine])
                 cells.append(f"{m:.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:.2f}")
-            lines.append(f"| {robot} | {arm} | {len(mine)} | {mine[0]['params']:,} | {round(sum(r['steps'] for r in mine) / len(mine)):,} | "
-                         + " | ".join(cells) + " |")
-    lines += ["", "## Paired differences (control − harmoatt, same robot and seed), pooled over robots", "",
-              "Positive: the control's error is larger (the attention network is better). n = robot × seed pairs.", "",
-              "| control | n | Δ pos mean [mm] | Δ rot mean [°] | Δ success [points] |", "|---|---:|---|---|---|"]
+            means.append([robot, arm, len(mine), f"{mine[0]['params']:,}", f"{round(sum(r['steps'] for r in mine) / len(mine)):,}", *cells])
+    pairs = []
     for arm, figures in paired_differences(rows).items():
-        cells = [f"{m:+.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:+.2f}" for m, h in
-                 (figures["pos_mean_mm"], figures["rot_mean_deg"], figures["success_points"])]
-        lines.append(f"| {arm} | {figures['n']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Fusion weights over the test targets (mean over seeds)", "",
-              "Share of targets each branch dominates (channel / spatial / cross), share where one branch holds ≥ 95 %, "
-              "mean entropy (of ln 3 = 1.10 nats), temperature range.", "",
-              "| robot | model | block | dominates c / s / x | one branch ≥ 95 % | entropy [nats] | τ min–max |", "|---|---|---:|---|---:|---:|---|"]
+        pairs.append([arm, figures["n"], *(f"{m:+.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:+.2f}" for m, h in
+                                           (figures["pos_mean_mm"], figures["rot_mean_deg"], figures["success_points"]))])
+    fusion = []
     for robot in robots:
         for arm in ARMS:
             mine = [r for r in rows if r["robot"] == robot and r["model"] == arm and r.get("fusion")]
@@ -326,8 +318,21 @@ def summary(rows: list[dict[str, Any]], minutes: float) -> str:
                 ent = sum(b["entropy_mean_nats"] for b in blocks) / len(blocks)
                 tmin = min(b["temperature"]["min"] for b in blocks)
                 tmax = max(b["temperature"]["max"] for b in blocks)
-                lines.append(f"| {robot} | {arm} | {k + 1} | {dom} | {one:.0f} % | {ent:.2f} | {tmin:.2f}–{tmax:.2f} |")
-    return "\n".join(lines) + "\n"
+                fusion.append([robot, arm, k + 1, dom, f"{one:.0f} %", f"{ent:.2f}", f"{tmin:.2f}–{tmax:.2f}"])
+    return "\n".join([
+        f"# Attention ablation: {minutes:g} calibrated minutes a run, test targets seed {TEST_SEED}", "",
+        "Mean ± 95 % t-interval over seeds (n = seeds). Command: `python benchmarks/attention_ablation.py --summary`.", "",
+        harness.markdown_table(["robot", "model", "n", "params", "steps", "pos mean [mm]", "rot mean [°]", "success 5 mm & 2° [%]"],
+                               means, "llrrrlll"),
+        "", "## Paired differences (control − harmoatt, same robot and seed), pooled over robots", "",
+        "Positive: the control's error is larger (the attention network is better). n = robot × seed pairs.", "",
+        harness.markdown_table(["control", "n", "Δ pos mean [mm]", "Δ rot mean [°]", "Δ success [points]"], pairs, "lrlll"),
+        "", "## Fusion weights over the test targets (mean over seeds)", "",
+        "Share of targets each branch dominates (channel / spatial / cross), share where one branch holds ≥ 95 %, "
+        "mean entropy (of ln 3 = 1.10 nats), temperature range.", "",
+        harness.markdown_table(["robot", "model", "block", "dominates c / s / x", "one branch ≥ 95 %", "entropy [nats]", "τ min–max"],
+                               fusion, "llrlrrl"),
+    ]) + "\n"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -342,20 +347,23 @@ def _save(path: Path, record: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robots", nargs="+", default=list(ROBOTS[:5]), choices=ROBOTS)
-    parser.add_argument("--models", nargs="+", default=list(ARMS), choices=ARMS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser = harness.make_parser(__file__, __doc__.splitlines()[0], out=str(RESULTS.relative_to(ROOT)))
+    parser.set_defaults(out=None)  # None: the record folder, or the quick run's own folder under runs/
+    harness.add_robots(parser, ROBOTS[:5])
+    parser.add_argument("--models", nargs="+", default=list(ARMS), choices=ARMS, metavar="ARM", help=f"arms: {', '.join(ARMS)} (default every arm)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), help=f"training seeds (default {' '.join(map(str, SEEDS))})")
     parser.add_argument("--minutes", type=float, default=MINUTES, help=f"calibrated minutes a run (default {MINUTES:g})")
-    parser.add_argument("--targets", type=int, default=10_000, help="test targets (seed 2024)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs side by side, one thread each")
+    parser.add_argument("--targets", type=harness.at_least(1), default=10_000, help=f"test targets (seed {TEST_SEED}; default 10000)")
+    parser.add_argument("--jobs", type=harness.at_least(1), default=1, help="runs side by side, one thread each (default 1)")
     parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
     parser.add_argument("--calibrate", action="store_true", help="measure every arm's step rate (calibration.json) and stop")
-    parser.add_argument("--calibration-steps", type=int, default=400, help="steps of each calibration run (default 400)")
+    parser.add_argument("--calibration-steps", type=harness.at_least(2), default=400, help="steps of each calibration run (default 400)")
     parser.add_argument("--summary", action="store_true", help="only write the Markdown summary from the record")
-    parser.add_argument("--quick", action="store_true", help="a smoke test: tiny budget, own folder under runs/")
-    parser.add_argument("--out", type=Path, default=None, help=f"record folder (default {RESULTS.relative_to(ROOT)})")
+    harness.add_quick(parser, f"a smoke test: tiny budget, its runs in {(RUNS / 'quick').relative_to(ROOT)}, its record there too "
+                              "unless --out")
     args = parser.parse_args(argv)
+    if unknown := sorted(set(args.robots) - set(ROBOTS)):
+        parser.error(f"--robots: the study covers {', '.join(ROBOTS)}, not {', '.join(unknown)}")
     folder = args.out or (RUNS / "quick" if args.quick else RESULTS)
     runs = RUNS / "quick" if args.quick else RUNS
     record_path = folder / "attention_ablation.json"
