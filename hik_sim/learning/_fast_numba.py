@@ -11,7 +11,7 @@ that traffic is most of the cost).
 The choice among answers (:func:`rank`, :func:`scores`: forward kinematics of the flat chain geometry) lives in
 :mod:`hik_sim.kinematics._flat_chain_numba` and is compiled into the same call as the network
 (:func:`mlp_solve_ranked`; HarmoAtt-IK's kernels are in :mod:`hik_sim.learning._harmoatt_numba`). The canonical turn (:func:`canonical_pose`,
-:func:`turn_back`) is :mod:`hik_sim.learning._canonical_turn`'s plain Python, compiled here.
+:func:`turn_back`) is :mod:`hik_sim.learning._canonical_kernels`' plain Python, compiled here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from hik_sim.kinematics._flat_chain_numba import GEOMETRY_STRIDE, rank, scores
-from hik_sim.learning import _canonical_turn
+from hik_sim.learning import _canonical_kernels
 
 __all__ = ["mlp_forward", "mlp_solve", "prepare", "clamp", "scores", "rank", "canonical_pose", "turn_back",
            "mlp_solve_ranked", "MLP_SLOTS", "GEOMETRY_STRIDE"]
@@ -334,5 +334,5 @@ def mlp_solve_ranked(P, I, N, G, template, free_index, pos, quat, x, out, work, 
 
 
 # --- the first joint's turn taken out of a canonical_turn network's input: the plain functions, compiled ----
-canonical_pose = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_turn.canonical_pose)
-turn_back = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_turn.turn_back)
+canonical_pose = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_kernels.canonical_pose)
+turn_back = njit(fastmath=_FAST, cache=True, boundscheck=False)(_canonical_kernels.turn_back)
