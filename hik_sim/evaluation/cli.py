@@ -1,4 +1,5 @@
-"""The command line of ``python -m hik_sim.evaluate`` (see :mod:`hik_sim.evaluation.evaluate`).
+"""The command line of ``python -m hik_sim.evaluate``: its parser and the checks on its arguments (:func:`read_arguments`);
+the command is :func:`hik_sim.evaluation.evaluate.main`.
 
 Bad input and unusable output paths exit with status 2 and one ``error:`` line; an interrupted run
 (Ctrl-C, SIGTERM) says what it left and exits with 130 (SIGINT) or 143 (SIGTERM). The last lines
@@ -11,13 +12,11 @@ import argparse
 import errno
 import os
 import re
-import sys
-from datetime import datetime
 from pathlib import Path
 
-from hik_sim.errors import HikError
+__all__ = ["read_arguments"]
 
-__all__ = ["main"]
+_DESCRIPTION = "``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder."
 
 REPORT_SUFFIXES: tuple[str, ...] = (".json", ".md", ".csv", ".txt", ".pt", ".png", ".mp4", ".gif")
 """Suffixes of files a run writes: an ``--out`` ending in one is a file name given where a folder is meant."""
@@ -48,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     from hik_sim.evaluation.config import LIMITS, NETWORK_FREE_POLICIES, POLICY_NAMES, VIDEO_CHOICES, EvalConfig
     from hik_sim.robots.cli import add_robot_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m hik_sim.evaluate", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hik_sim.evaluate", description=_DESCRIPTION)
     add_robot_arguments(parser)
     defaults = EvalConfig()
 
@@ -112,18 +111,10 @@ def _policies(args: argparse.Namespace, robot_name: str, shipped: set[str], defa
     return list(defaults) if has_networks else list(NETWORK_FREE_POLICIES)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder."""
-    from hik_sim.evaluation.config import EvalConfig
-    from hik_sim.evaluation.evaluate import evaluate, paper_suite
-    from hik_sim.evaluation.run_folder import Interrupted, terminate_as_interrupt
-    from hik_sim.evaluation.tables import summary_markdown
-    from hik_sim.policies import pretrained_names
-    from hik_sim.robots.cli import robot_from_args
-
+def read_arguments(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the arguments of ``argv`` (default: ``sys.argv[1:]``); a path that cannot be used exits with status 2."""
     parser = _parser()
     args = parser.parse_args(argv)
-    defaults = EvalConfig()
     for option, value in (("--out", args.out), ("--checkpoint", args.checkpoint), *(("--policy", p) for p in args.policy or [])):
         problem = _path_error(option, value)
         if problem:
@@ -134,35 +125,4 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint is not None and Path(args.checkpoint).suffix not in (".pt", ".safetensors"):
         parser.exit(2, f"error: --checkpoint takes a checkpoint file (.pt) or a .safetensors file written by python -m hik_sim.train, "
                        f"got {args.checkpoint!r}\n")
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    try:
-        with terminate_as_interrupt():
-            if args.suite == "paper":
-                record = paper_suite(args.out or Path("runs") / "eval" / f"paper-{stamp}",
-                                     args.ik_targets if args.ik_targets != defaults.ik_targets else 10_000, not args.no_progress,
-                                     unique=args.out is None)
-                print(record["text"])
-                print(f"run folder   {record['run_folder']}")
-                print(f"open {Path(record['run_folder']) / 'report.html'}")
-                return 0
-            robot = robot_from_args(args)
-            policies = _policies(args, robot.name, set(pretrained_names()), defaults.policies)
-            config = EvalConfig(policies=tuple(policies), envs=tuple(args.env), trajectory=args.trajectory, speed=args.speed,
-                                episodes=args.episodes, track_episodes=args.track_episodes, track_seconds=args.track_seconds,
-                                ik_targets=args.ik_targets, seed=args.seed, video=args.video, videos=args.videos,
-                                device=args.device, seed_network=args.checkpoint, width=args.video_size[0],
-                                height=args.video_size[1], fps=args.video_fps, quality=args.video_quality)
-            report = evaluate(robot, config, args.out or Path("runs") / "eval" / f"{robot.name}-{stamp}",
-                              progress=not args.no_progress, unique=args.out is None)
-    except HikError as exc:
-        parser.exit(2, f"error: {exc}\n")
-    except (KeyboardInterrupt, Interrupted) as exc:
-        name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
-        print(f"\ninterrupted ({name}): the run folder's partial files were removed "
-              "(a run stopped after its tables were written keeps them, with INCOMPLETE saying what is missing)", file=sys.stderr)
-        return 143 if name == "SIGTERM" else 130
-    print(summary_markdown(report, pictures=False))
-    folder = Path(report["run_folder"])
-    print(f"run folder   {folder}")
-    print(f"open {folder / 'report.html'}")
-    return 0
+    return parser, args

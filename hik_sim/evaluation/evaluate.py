@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from hik_sim.errors import HikError
+from hik_sim.evaluation.cli import _policies, read_arguments
 from hik_sim.evaluation.config import NETWORK_FREE_POLICIES, POLICY_NAMES, EvalConfig
 from hik_sim.evaluation.policy import WARM_UP_TARGETS, PolicySpec, build_policy, ik_accuracy
 from hik_sim.evaluation.run_folder import Interrupted, RunFolder, claim, claim_run_folder, output_error
@@ -251,10 +253,45 @@ def _paper_suite(out: Path, targets: int, progress: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder (:mod:`hik_sim.evaluation.cli`)."""
-    from hik_sim.evaluation.cli import main as cli_main
+    """``python -m hik_sim.evaluate``: evaluate IK policies on a robot and write a run folder (arguments: :mod:`hik_sim.evaluation.cli`)."""
+    from hik_sim.evaluation.run_folder import terminate_as_interrupt
+    from hik_sim.policies import pretrained_names
+    from hik_sim.robots.cli import robot_from_args
 
-    return cli_main(argv)
+    parser, args = read_arguments(argv)
+    defaults = EvalConfig()
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:
+        with terminate_as_interrupt():
+            if args.suite == "paper":
+                record = paper_suite(args.out or Path("runs") / "eval" / f"paper-{stamp}",
+                                     args.ik_targets if args.ik_targets != defaults.ik_targets else 10_000, not args.no_progress,
+                                     unique=args.out is None)
+                print(record["text"])
+                print(f"run folder   {record['run_folder']}")
+                print(f"open {Path(record['run_folder']) / 'report.html'}")
+                return 0
+            robot = robot_from_args(args)
+            policies = _policies(args, robot.name, set(pretrained_names()), defaults.policies)
+            config = EvalConfig(policies=tuple(policies), envs=tuple(args.env), trajectory=args.trajectory, speed=args.speed,
+                                episodes=args.episodes, track_episodes=args.track_episodes, track_seconds=args.track_seconds,
+                                ik_targets=args.ik_targets, seed=args.seed, video=args.video, videos=args.videos,
+                                device=args.device, seed_network=args.checkpoint, width=args.video_size[0],
+                                height=args.video_size[1], fps=args.video_fps, quality=args.video_quality)
+            report = evaluate(robot, config, args.out or Path("runs") / "eval" / f"{robot.name}-{stamp}",
+                              progress=not args.no_progress, unique=args.out is None)
+    except HikError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    except (KeyboardInterrupt, Interrupted) as exc:
+        name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
+        print(f"\ninterrupted ({name}): the run folder's partial files were removed "
+              "(a run stopped after its tables were written keeps them, with INCOMPLETE saying what is missing)", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
+    print(summary_markdown(report, pictures=False))
+    folder = Path(report["run_folder"])
+    print(f"run folder   {folder}")
+    print(f"open {folder / 'report.html'}")
+    return 0
 
 
 if __name__ == "__main__":
