@@ -69,7 +69,7 @@ from hik_sim.learning.network_options import BEHIND_TURN, CANONICAL_TURN, CLAMP_
 from hik_sim.kinematics.tolerances import SUCCESS
 
 if TYPE_CHECKING:
-    from hik_sim.learning.checkpoint import Card
+    from hik_sim.learning.card import Card
 
 __all__ = ["IKNetwork", "CHOICE_TOLERANCE", "MAX_TARGET_DISTANCE", "CANONICAL_TURN", "CLAMP_IN_TRAINING", "TURN_INPUT",
            "BEHIND_TURN", "TURNED", "as_targets"]
