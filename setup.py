@@ -58,7 +58,7 @@ setup(
         "onnx": ["onnx>=1.16", "onnxruntime>=1.18"],
     },
     entry_points={"console_scripts": [  # the same commands as python -m hik_sim.train / .evaluate / .viewer
-        "hik-sim-train = hik_sim.learning.train:main",
+        "hik-sim-train = hik_sim.learning.train_cli:main",
         "hik-sim-evaluate = hik_sim.evaluation.evaluate:main",
         "hik-sim-viewer = hik_sim.viewer.__main__:main",
     ]},

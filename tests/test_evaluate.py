@@ -16,7 +16,7 @@ from hik_sim.evaluation.evaluate import EvalConfig, build_policy, summary_markdo
 from hik_sim.kinematics.chain import Chain
 from hik_sim.robots import get_robot
 from hik_sim.evaluation.evaluate import main as evaluate_main
-from hik_sim.learning.train import main as train_main
+from hik_sim.learning.train_cli import main as train_main
 
 TINY = ["--episodes", "1", "--track-episodes", "1", "--track-seconds", "1.5", "--ik-targets", "100", "--no-progress"]
 

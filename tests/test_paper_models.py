@@ -29,7 +29,7 @@ from hik_sim.learning.models.cycleik import cycleik_layers, cycleik_parameters
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import get_robot, robot_names
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.learning.train import main as train_main
+from hik_sim.learning.train_cli import main as train_main
 
 BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
 TINY = {"cycleik": {"width": 0.02}, "regression": {"hidden": 24}}

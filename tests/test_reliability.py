@@ -390,7 +390,7 @@ CLI_CORPUS = [
     ("robots", ["--urdf", "{irb120_urdf}", "--base", "base_link", "--ee", "nope"], r"end-effector link 'nope' is not a link .*links are"),
 ]
 
-CLI_MAIN = {"train": "hik_sim.learning.train", "evaluate": "hik_sim.evaluation.evaluate", "scene": "hik_sim.sim", "robots": "hik_sim.robots.__main__"}
+CLI_MAIN = {"train": "hik_sim.learning.train_cli", "evaluate": "hik_sim.evaluation.evaluate", "scene": "hik_sim.sim", "robots": "hik_sim.robots.__main__"}
 CLI_DEFAULTS = {"train": TRAIN_DEFAULTS, "evaluate": EVAL_DEFAULTS, "scene": SCENE_DEFAULTS, "robots": []}
 
 

@@ -18,7 +18,7 @@ from hik_sim.learning.network import IKNetwork
 from hik_sim.kinematics.rotations import rotation_error
 from hik_sim.evaluation.metrics import evaluate_network
 from hik_sim.learning.train import TrainConfig, train
-from hik_sim.learning.train import main as train_main
+from hik_sim.learning.train_cli import main as train_main
 
 TINY = {
     "mlp": (("hidden", 64), ("layers", 2)),

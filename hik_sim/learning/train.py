@@ -64,7 +64,6 @@ from hik_sim.learning.data import FKStream, JointSelection, PoseNormalizer, make
 from hik_sim.learning.losses import CompositeLoss, CycleIKLoss, LossTerms, RegressionLoss
 from hik_sim.learning.models import parameter_count, size_options
 from hik_sim.learning.network import IKNetwork
-from hik_sim.learning.train_cli import main
 from hik_sim.learning.train_options import COMPOSITE_LR, OBJECTIVES, TrainConfig, best_path, cycleik_settings, validation_score
 from hik_sim.learning.train_paths import check_run_paths, kept_checkpoint, non_finite_weights, written_or_explained
 from hik_sim.learning.train_progress import TrainingProgress, ValidationClock
@@ -73,7 +72,7 @@ from hik_sim.learning.train_runtime import StopRequest, denormals_flushed, git_c
 from hik_sim.learning.training_log import TrainingLog
 from hik_sim.robots import RobotSpec
 
-__all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "main", "OBJECTIVES",
+__all__ = ["TrainConfig", "TrainResult", "train", "train_to_checkpoint", "evaluate_network", "OBJECTIVES",
            "cycleik_settings", "validation_score", "best_path"]
 
 
