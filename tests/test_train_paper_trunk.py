@@ -1,0 +1,49 @@
+"""scripts/train_paper_trunk.py: each robot's paper-trunk run is the shipped recipe with the paper's trunk, as many
+weights as the shipped network, and the shipped network's time in steps."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from hik_sim.learning.models import build_model, parameter_count
+from hik_sim.robots import get_robot, robot_names
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script():  # noqa: ANN202 - the script, loaded by its path
+    spec = importlib.util.spec_from_file_location("train_paper_trunk", ROOT / "scripts" / "train_paper_trunk.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("robot", robot_names())
+def test_a_run_is_the_shipped_recipe_with_the_papers_trunk_at_the_shipped_time(robot: str, tmp_path: Path) -> None:
+    script = _script()
+    rate = json.loads(script.CALIBRATION.read_text())["steps_per_second"][robot]
+    argv = script.command(robot, tmp_path / "run.safetensors", 0, rate)
+    options = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--model-option")
+    shipped = script.budget(robot, rate)[0]
+    # the shipped options, the dense trunk's sizes replaced by the paper's trunk
+    assert options.pop("trunk") == "cycleik" and "width" in options
+    expected = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in shipped.model_options.items()
+                if k not in script.DENSE_ONLY}
+    assert {k: v for k, v in options.items() if k != "width"} == expected
+    # as many weights as the shipped network (within 2 %: the widths at the blocks move in steps of 8 features)
+    values = {k: (v == "true") if v in ("true", "false") else int(v) if v.isdigit() else float(v) for k, v in options.items()}
+    model_options = {k: v for k, v in values.items() if k in ("width", "hypotheses")}
+    joints = get_robot(robot).dof
+    model = build_model("harmoatt", -torch.ones(joints), torch.ones(joints), trunk="cycleik",
+                        position_inputs=5 if values.get("turn_input") else 3, **model_options)
+    assert abs(parameter_count(model) - shipped.parameters) <= 0.02 * shipped.parameters
+    # the shipped network's lineage of steps, scaled by the two trunks' measured step rates
+    steps = int(argv[argv.index("--steps") + 1])
+    assert steps == round(shipped.total_steps * rate["harmoatt"] / rate["harmoatt_dense"])
+    assert "--keep-best" in argv and "--resume" not in argv and argv[argv.index("--batch") + 1] == "256"
