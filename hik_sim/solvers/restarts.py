@@ -352,9 +352,9 @@ class TableSeededIK:
     The peer that says what the network is worth: the hybrid's table (:class:`~hik_sim.solvers.pose_table.PoseTable`,
     built with the solver, its FK not counted, as a network's training FK is not), its LM, distinct seeds and restart
     budget (flips off, as the hybrid's), with the table's ``table_seeds`` nearest configurations where the hybrid has the
-    network's answers. Measured (5,000 IRB120 targets, seed 777, ``benchmarks/ik_bench.py``): 17.2
-    evaluations and 0.036 ms a target, every target exact, against the hybrid's 7.8 and 0.013 ms (the table is searched
-    for every target).
+    network's answers. Measured (5,000 IRB120 targets, seed 777, ``benchmarks/ik_bench.py --all``,
+    benchmarks/results/ik_all.md): 17.2 evaluations and 0.019 ms a target, every target exact, against the hybrid's 7.8
+    and 0.013 ms (the table is searched for every target).
 
     Args:
         refiner: the LM refiner.

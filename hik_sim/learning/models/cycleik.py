@@ -7,8 +7,8 @@ per-robot architecture, loss weights, learning rate and batch size) of CycleIK (
 What is taken as published:
 
 - **Network.** 7 fully connected hidden layers of *unequal* widths (the robot's ``IKNet``
-  ``architecture.layers``; the Panda's: 1370, 880, 2980, 1000, 2710, 2290, 880 → about 18.3 M
-  parameters), GELU after each hidden layer (``activation: "GELU"``), and one output layer
+  ``architecture.layers``; the Panda's: 1370, 880, 2980, 1000, 2710, 2290, 880 → 17.77 M
+  parameters for a 7-joint arm), GELU after each hidden layer (``activation: "GELU"``), and one output layer
   followed by tanh (``nbr_tanh: 1``: only the last layer is squashed). The tanh output in
   (−1, 1) is mapped affinely onto the joint limits (CycleIK's ``renormalize_joint_state``), so
   every answer is inside the limits by construction (:class:`~hik_sim.learning.models.common.LimitHead`).
