@@ -10,8 +10,10 @@ that traffic is most of the cost).
 
 The choice among answers (:func:`rank`, :func:`scores`: forward kinematics of the flat chain geometry) lives in
 :mod:`hik_sim.kinematics._flat_chain_numba` and is compiled into the same call as the network
-(:func:`mlp_solve_ranked`; HarmoAtt-IK's kernels are in :mod:`hik_sim.learning._harmoatt_numba`). The canonical turn (:func:`canonical_pose`,
-:func:`turn_back`) is :mod:`hik_sim.learning._canonical_kernels`' plain Python, compiled here.
+(:func:`mlp_solve_ranked`; HarmoAtt-IK's kernels are in :mod:`hik_sim.learning._harmoatt_numba` and, for its paper
+trunk, :mod:`hik_sim.learning._harmoatt_cycleik_numba`, on the building blocks here: :func:`limit_head`, :func:`add_turn`).
+A ``turn_input`` model's turn travels as float64 in the input, x[7:9], never rounded into the weights. The canonical
+turn (:func:`canonical_pose`, :func:`turn_back`) is :mod:`hik_sim.learning._canonical_kernels`' plain Python, compiled here.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from numba import njit
 from hik_sim.kinematics._flat_chain_numba import GEOMETRY_STRIDE, rank, scores
 from hik_sim.learning import _canonical_kernels
 
-__all__ = ["mlp_forward", "mlp_solve", "prepare", "clamp", "scores", "rank", "canonical_pose", "turn_back",
+__all__ = ["mlp_forward", "mlp_solve", "limit_head", "add_turn", "prepare", "clamp", "scores", "rank", "canonical_pose", "turn_back",
            "mlp_solve_ranked", "MLP_SLOTS", "GEOMETRY_STRIDE"]
 
 _FAST = {"reassoc", "contract"}  # reorder sums (vectorise), fuse multiply-adds; no assumptions about NaN/inf
@@ -219,14 +221,41 @@ def _sigmoid_inplace(v, n, bits, poly):  # noqa: ANN001, ANN202
         v[i] = 1.0 / (1.0 + poly[i] * scale[i])
 
 
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def limit_head(P, w, b, center, half, outputs, joints, n_in, features, out):  # noqa: ANN001, ANN201
+    """A :class:`~hik_sim.learning.models.common.LimitHead` on features[:n_in]: out (H·m,) = centre + half-range ·
+    tanh(W features + b), W (H·m, n_in) at P[w:], b at P[b:], the m = ``joints`` centres and half-ranges at P[center:],
+    P[half:]."""
+    _linear(P, w, b, outputs, n_in, features, out)
+    m = 0
+    for i in range(outputs):
+        out[i] = P[center + m] + P[half + m] * math.tanh(out[i])
+        m += 1
+        if m == joints:
+            m = 0
+
+
+@njit(fastmath=_FAST, cache=True, boundscheck=False, inline="always")
+def add_turn(P, columns, n, x, out):  # noqa: ANN001, ANN201
+    """A ``turn_input`` model's first layer, its turn's part: out[:n] += W_turn · (cos, sin), the turn's cos and sin
+    in x[7], x[8] (float64, written there before the call), W_turn (n, 2) row-major at P[columns:] (the columns of
+    cos and sin of the torch layer's weight; the rest of it reads the other 7 inputs); ``columns`` < 0: no turn."""
+    if columns >= 0:
+        cos = x[7]
+        sin = x[8]
+        for i in range(n):
+            out[i] += np.float64(P[columns + 2 * i]) * cos + np.float64(P[columns + 2 * i + 1]) * sin
+
+
 # MLP layout: I = [tanh_gelu, layers, in_features, outputs, joints, head_w, head_b, center, half, max_width,
-#                  then per layer (w, b, n_out, n_in)]
-MLP_SLOTS = 10
+#                  turn columns (add_turn; -1: none), then per layer (w, b, n_out, n_in)]
+MLP_SLOTS = 11
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
 def mlp_forward(P, I, x, out, work):  # noqa: ANN001, ANN201, E741
-    """The MLP on one normalised input x (7,) → out (H·m,); ``work`` (2, max width) scratch."""
+    """The MLP on one normalised input x (9,) → out (H·m,): x[:7] the pose, x[7:9] the turn's (cos, sin) of a
+    ``turn_input`` model; ``work`` (2, max width) scratch."""
     tanh_form = I[0] != 0
     layers = I[1]
     a = work[0]
@@ -237,18 +266,12 @@ def mlp_forward(P, I, x, out, work):  # noqa: ANN001, ANN201, E741
     for k in range(layers):
         s = MLP_SLOTS + 4 * k
         _linear(P, I[s], I[s + 1], I[s + 2], I[s + 3], a, b)
+        if k == 0:
+            add_turn(P, I[10], I[s + 2], x, b)
         _gelu(b, I[s + 2], tanh_form)
         n_in = I[s + 2]
         a, b = b, a
-    joints = I[4]
-    outputs = I[3]
-    _linear(P, I[5], I[6], outputs, n_in, a, out)
-    m = 0
-    for i in range(outputs):
-        out[i] = P[I[7] + m] + P[I[8] + m] * math.tanh(out[i])
-        m += 1
-        if m == joints:
-            m = 0
+    limit_head(P, I[5], I[6], I[7], I[8], I[3], I[4], n_in, a, out)
 
 
 # --- input, limits and the choice among answers ----------------------------------------------------

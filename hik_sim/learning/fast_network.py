@@ -4,10 +4,14 @@ At batch 1 a network's cost is per operation, not per FLOP: torch spends a few Â
 op, and HarmoAtt-IK has hundreds of them (1.35 ms per pose on one thread; the MLP 0.23 ms): more
 than the whole LM solve the network is meant to seed. :class:`FastIKNetwork` extracts the weights
 of an :class:`~hik_sim.learning.network.IKNetwork` once and computes the same function for one pose with
-one of two backends:
+one of two backends. It covers the MLP (and the regression DNN), CycleIK's generator and HarmoAtt-IK's three
+trunks: ``dense`` and ``map``, and the paper's ``cycleik`` (CycleIK's generator with fusion blocks inserted,
+:mod:`hik_sim.learning.fast_cycleik_trunk`), with or without attention, any number of answers and the
+``canonical_turn`` options (``turn_input``: the turn's (cos, sin) handed to the first layer in float64).
 
 - ``numba`` (the extra ``hik_sim[fast]``): the whole forward pass is one compiled call
-  (:mod:`hik_sim.learning._fast_numba`, packed by :mod:`hik_sim.learning.fast_numba_pack`), input checks,
+  (:mod:`hik_sim.learning._fast_numba`, :mod:`~hik_sim.learning._harmoatt_numba` and
+  :mod:`~hik_sim.learning._harmoatt_cycleik_numba`, packed by :mod:`hik_sim.learning.fast_numba_pack`), input checks,
   normalisation and clamping included. The weights
   stay the torch model's float32 values, every activation and sum is float64 (a float32 weight
   times a float64 activation is exact), so the big matrices cost float32's memory traffic and the
@@ -80,9 +84,9 @@ def numba_available() -> bool:
 class FastIKNetwork:
     """A trained network's answers for one pose, without torch: the same function as the network.
 
-    Build it with :meth:`from_network`. It covers the MLP and HarmoAtt-IK (both trunks, with or
-    without attention), any number of answers, fixed joints and the network's input
-    normalisation; it does not train and holds no torch tensors.
+    Build it with :meth:`from_network`. It covers the MLP, CycleIK's generator and HarmoAtt-IK (its three
+    trunks, with or without attention), any number of answers, fixed joints, the network's input
+    normalisation and its turn options; it does not train and holds no torch tensors.
 
     Attributes:
         backend: ``numba`` or ``numpy``, the one in use.
@@ -125,7 +129,8 @@ class FastIKNetwork:
         """Extract a network's weights once into a fast forward pass.
 
         Args:
-            network: a trained :class:`~hik_sim.learning.network.IKNetwork` (MLP or HarmoAtt-IK).
+            network: a trained :class:`~hik_sim.learning.network.IKNetwork` (MLP, CycleIK, the regression DNN or
+                HarmoAtt-IK with any trunk).
             kinematics: forward kinematics of the network's robot (``fk(q)`` â†’ pos, quat, and ``robot``), to rank
                 several answers; when not given, the FK of ``network.chain``'s geometry rank them (compiled on
                 ``numba``, NumPy on ``numpy``). Only used when ``hypotheses`` > 1 or for ``behind_turn``.
@@ -142,9 +147,10 @@ class FastIKNetwork:
                 unknown backend, ``numba`` without numba installed, kinematics of other joints, or a
                 network with several answers and neither ``kinematics`` nor a chain.
         """
+        from hik_sim.learning.fast_cycleik_trunk import _harmoatt_cycleik_forward, _numba_harmoatt_cycleik
         from hik_sim.learning.fast_numba_pack import _numba_harmoatt, _numba_mlp
         from hik_sim.learning.fast_numpy import _harmoatt_forward, _mlp_forward
-        from hik_sim.learning.models import CycleIKGenerator, HarmoAttIK, MLPIK
+        from hik_sim.learning.models import CycleIKGenerator, HarmoAttCycleIK, HarmoAttIK, MLPIK
 
         if backend not in BACKENDS:
             raise ModelError(f"unknown backend {backend!r}; backends are: {', '.join(BACKENDS)}")
@@ -186,8 +192,12 @@ class FastIKNetwork:
         elif isinstance(model, HarmoAttIK):
             parts = (_numba_harmoatt(model, pos_min, pos_max, limits, turn_input) if backend == "numba"
                      else _harmoatt_forward(model, turn_input))
+        elif isinstance(model, HarmoAttCycleIK):  # HarmoAtt-IK's paper trunk (trunk=cycleik)
+            parts = (_numba_harmoatt_cycleik(model, pos_min, pos_max, limits, turn_input) if backend == "numba"
+                     else _harmoatt_cycleik_forward(model, turn_input))
         else:
-            raise ModelError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, HarmoAttIK")
+            raise ModelError(f"no fast path for {type(model).__name__}; supported models: MLPIK, RegressionIK, CycleIKGenerator, "
+                             "HarmoAttIK, HarmoAttCycleIK")
         template = np.zeros(len(selection.joint_names))
         for i, name in enumerate(selection.joint_names):
             if name in selection.fixed:
@@ -224,7 +234,7 @@ class FastIKNetwork:
         width = 7 if self._set_turn is None else 9
         if x.shape != (width,) or not np.isfinite(x).all():
             raise ModelError(f"a normalised input must be a finite ({width},) vector, got shape {x.shape}")
-        if self._set_turn is not None:  # a turn_input model: (cos, sin) become the first layer's bias, the rest is read as 7
+        if self._set_turn is not None:  # a turn_input model: (cos, sin) handed to the first layer apart, the rest is read as 7
             self._set_turn(x[3], x[4])
             return self._forward(np.concatenate((x[:3], x[5:])))
         return self._forward(x)
@@ -235,7 +245,7 @@ class FastIKNetwork:
             status, canonical_pos, canonical_quat, azimuth = self._turn.canonical(pos, quat)
             if status:
                 raise _bad_pose(status, pos, quat)
-            if self._set_turn is not None:  # a turn_input model: the turn enters the first layer as its bias
+            if self._set_turn is not None:  # a turn_input model: the turn's (cos, sin) handed to its first layer
                 self._set_turn(math.cos(azimuth), math.sin(azimuth))
             free = self._answers(canonical_pos, canonical_quat, (pos, quat))
             self._turn.back(free, azimuth)

@@ -1,5 +1,7 @@
 """The ``numba`` backend of :class:`~hik_sim.learning.fast_network.FastIKNetwork`: a torch model's weights packed
-for the compiled kernels of :mod:`hik_sim.learning._fast_numba`.
+for the compiled kernels of :mod:`hik_sim.learning._fast_numba` (the MLP) and :mod:`hik_sim.learning._harmoatt_numba`
+(HarmoAtt-IK's ``dense`` and ``map`` trunks), and the pieces the paper trunk's packing shares
+(:mod:`hik_sim.learning.fast_cycleik_trunk`: :func:`_stack_slots`, :func:`_fusion_slots`, :func:`_compiled_parts`).
 
 The weights stay the torch model's float32 values in one flat array ``P`` (:class:`_Pack`), the layout is an
 int64 array ``I`` of offsets and sizes, a few float64 constants ``S``; every activation and every sum in the
@@ -37,6 +39,37 @@ def _ranked_maker(kernel: Callable[..., tuple[int, int]], weights: tuple[np.ndar
     return ranked
 
 
+def _compiled_parts(kernels: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]], weights: tuple[np.ndarray, ...],
+                    N: np.ndarray, outputs: int, joints: int, work: np.ndarray, turn_input: bool) -> _Parts:
+    """A model's :class:`_Parts` around its compiled ``(forward, solve, solve_ranked)`` kernels, whose arguments
+    begin with ``weights`` (its P, I[, S] arrays; N, :func:`_norm_limits`, follows them in the last two); the answers
+    are ``outputs`` = H·m values of m = ``joints``; ``work`` the forward pass's scratch.
+
+    The kernels read their input from one buffer x (9,): the normalised pose in x[:7], and for a ``turn_input`` model
+    the turn's (cos, sin) in x[7:9], which ``set_turn`` writes there in float64 (:func:`hik_sim.learning._fast_numba.add_turn`).
+    """
+    forward_kernel, solve_kernel, ranked_kernel = kernels
+    hypotheses = outputs // joints
+    x = np.zeros(9)
+
+    def forward(normalised: np.ndarray) -> np.ndarray:
+        out = np.empty(outputs)
+        x[:7] = normalised
+        forward_kernel(*weights, x, out, work)
+        return out.reshape(hypotheses, joints)
+
+    def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
+        out = np.empty(outputs)
+        return solve_kernel(*weights, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
+
+    def set_turn(cos: float, sin: float) -> None:
+        x[7] = cos
+        x[8] = sin
+
+    return _Parts(forward, fused, _ranked_maker(ranked_kernel, (*weights, N), x, work, outputs, hypotheses),
+                  set_turn if turn_input else None)
+
+
 class _Pack:
     """The numba backend's weights: one flat array (float32 when every tensor is, else float64), offsets into it."""
 
@@ -71,73 +104,91 @@ _NO_NORM = -2
 """A LayerNorm slot of the numba layout that holds no LayerNorm: the map passes unchanged."""
 
 
-def _first_layer(pack: _Pack, layer: Any, turn_input: bool) -> tuple[int, int, _TurnBias | None]:
-    """Pack the first layer: its weight's and bias's offsets, and for a ``turn_input`` model its :class:`_TurnBias`
-    (the weight packed without the columns of cos and sin)."""
+def _first_layer(pack: _Pack, layer: Any, turn_input: bool) -> list[int]:
+    """Pack the first layer: its weight's and bias's offsets and, for a ``turn_input`` model, the offset of the columns
+    of cos and sin (:class:`_TurnBias`; the weight is packed without them; -1 for other models)."""
     import torch
 
     if not turn_input:
-        return pack.add(layer.weight), pack.add(layer.bias), None
+        return [pack.add(layer.weight), pack.add(layer.bias), -1]
     weight, turn = _TurnBias.split(layer.weight.detach().cpu().numpy(), layer.bias.detach().cpu().numpy())
-    return pack.add(torch.from_numpy(weight)), pack.add(layer.bias), turn
+    columns = torch.from_numpy(np.ascontiguousarray(turn.columns)).to(layer.weight.dtype)  # the weight's own values
+    return [pack.add(torch.from_numpy(weight)), pack.add(layer.bias), pack.add(columns)]
 
 
-def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
-               turn_input: bool = False) -> _Parts:
-    """The MLP as one compiled call (:func:`hik_sim.learning._fast_numba.mlp_forward`); ``turn_input``: its first
-    layer reads the turn (:class:`_TurnBias`)."""
+def _stack_slots(pack: _Pack, modules: Sequence[Any], head: Any, turn_input: bool) -> tuple[list[int], int]:
+    """Pack a stack of Linear–GELU pairs and its limit head in the MLP layout of :mod:`hik_sim.learning._fast_numba`
+    (``MLP_SLOTS``, then (w, b, n_out, n_in) per layer): its slots and the widest activation."""
     from torch import nn
 
-    from hik_sim.learning import _fast_numba
-
-    modules = list(model.trunk)
     linears = [m for m in modules if isinstance(m, nn.Linear)]
     gelus = [m for m in modules if isinstance(m, nn.GELU)]
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules) or any(
             not isinstance(a, nn.Linear) or not isinstance(b, nn.GELU) for a, b in zip(modules[::2], modules[1::2])):
         raise ModelError("no fast path for this MLP: its trunk must be Linear–GELU pairs")
     tanh_form = bool(gelus) and _check_gelus(gelus) == "tanh"
-    head = model.head
-    pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
-    joints = head.center.numel()
-    outputs = head.linear.out_features
     if turn_input and not linears:
         raise ModelError("no fast path for a turn_input MLP without layers")
-    # a turn_input model's first layer reads 9; the kernels 7, its turn going to the bias (_TurnBias)
+    # a turn_input model's first layer reads 9; the kernels 7 and the turn apart (add_turn)
     in_features = (7 if turn_input else linears[0].in_features) if linears else head.linear.in_features
     widths = [in_features] + [layer.out_features for layer in linears]
-    slots = [int(tanh_form), len(linears), in_features, outputs, joints, pack.add(head.linear.weight), pack.add(head.linear.bias),
-             pack.add(head.center), pack.add(head.half_range), max(widths)]
-    turn, first_bias = None, -1
+    first = _first_layer(pack, linears[0], turn_input) if linears else [-1, -1, -1]
+    slots = [int(tanh_form), len(linears), in_features, head.linear.out_features, head.center.numel(),
+             pack.add(head.linear.weight), pack.add(head.linear.bias), pack.add(head.center), pack.add(head.half_range),
+             max(widths), first[2]]
     for k, layer in enumerate(linears):
-        if k == 0:
-            weight_slot, first_bias, turn = _first_layer(pack, layer, turn_input)
-            slots += [weight_slot, first_bias, layer.out_features, in_features]
-        else:
-            slots += [pack.add(layer.weight), pack.add(layer.bias), layer.out_features, layer.in_features]
+        weights = first[:2] if k == 0 else [pack.add(layer.weight), pack.add(layer.bias)]
+        slots += [*weights, layer.out_features, in_features if k == 0 else layer.in_features]
+    return slots, max(widths)
+
+
+def _numba_mlp(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
+               turn_input: bool = False) -> _Parts:
+    """The MLP as one compiled call (:func:`hik_sim.learning._fast_numba.mlp_forward`); ``turn_input``: its first
+    layer reads the turn (:func:`hik_sim.learning._fast_numba.add_turn`)."""
+    from hik_sim.learning import _fast_numba
+
+    head = model.head
+    pack = _Pack(list(model.parameters()) + [head.center, head.half_range])
+    slots, width = _stack_slots(pack, list(model.trunk), head, turn_input)
     P, I = pack.array(), np.asarray(slots, dtype=np.int64)
-    work = np.zeros((2, max(widths)))
-    hypotheses = outputs // joints
-    kernel, fused_kernel = _fast_numba.mlp_forward, _fast_numba.mlp_solve
-    N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
+    return _compiled_parts((_fast_numba.mlp_forward, _fast_numba.mlp_solve, _fast_numba.mlp_solve_ranked), (P, I),
+                           _norm_limits(pos_min, pos_max, limits), head.linear.out_features, head.center.numel(),
+                           np.zeros((2, width)), turn_input)
 
-    def forward(x: np.ndarray) -> np.ndarray:
-        out = np.empty(outputs)
-        kernel(P, I, x, out, work)
-        return out.reshape(hypotheses, joints)
 
-    def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
-        out = np.empty(outputs)
-        return fused_kernel(P, I, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(hypotheses, joints)
+def _affine(pack: _Pack, norm: Any) -> list[int]:
+    """Pack a norm slot pair (weight, bias) of the numba layout: a LayerNorm's affine ((-1, -1) without one), or
+    ``_NO_NORM`` for none (``None`` or ``Identity``)."""
+    from torch import nn
 
-    return _Parts(forward, fused, _ranked_maker(_fast_numba.mlp_solve_ranked, (P, I, N), x, work, outputs, hypotheses),
-                  None if turn is None else turn.setter(P[first_bias:first_bias + turn.bias.size]))
+    if norm is None or isinstance(norm, nn.Identity):
+        return [_NO_NORM, -1]
+    if not isinstance(norm, nn.LayerNorm):
+        raise ModelError(f"no fast path for a norm {type(norm).__name__}; supported: LayerNorm, Identity")
+    if not norm.elementwise_affine:
+        return [-1, -1]
+    if norm.bias is None:
+        raise ModelError("no fast path for a LayerNorm with a weight and no bias")
+    return [pack.add(norm.weight), pack.add(norm.bias)]
+
+
+def _fusion_slots(pack: _Pack, block: Any) -> list[int]:
+    """Pack a :class:`~hik_sim.learning.models.harmoatt.FusionBlock` but its feed-forward layer: its ``FUSION_SLOTS``
+    slots (:func:`hik_sim.learning._harmoatt_numba.fusion_block`: attention, norm, gates, cross cell, weight network)."""
+    return [int(bool(getattr(block, "attention", True))), *_affine(pack, block.norm),
+            pack.add(block.channel_gate[0].weight), pack.add(block.channel_gate[0].bias),
+            pack.add(block.channel_gate[2].weight), pack.add(block.channel_gate[2].bias),
+            pack.add(block.spatial_gate.weight), pack.add(block.spatial_gate.bias),
+            pack.add(block.cross_channel_mix.weight), pack.add(block.cross_position_mix.weight),
+            pack.add(block.cross_cell), pack.add(block.weight_net[0].weight), pack.add(block.weight_net[0].bias),
+            pack.add(block.weight_net[2].weight), pack.add(block.weight_net[2].bias)]
 
 
 def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits: tuple[np.ndarray, np.ndarray],
                     turn_input: bool = False) -> _Parts:
     """HarmoAtt-IK as one compiled call (:func:`hik_sim.learning._harmoatt_numba.harmoatt_forward`); ``turn_input``: its
-    position embedding reads the turn (:class:`_TurnBias`)."""
+    position embedding reads the turn (:func:`hik_sim.learning._fast_numba.add_turn`)."""
     from torch import nn
 
     from hik_sim.learning import _harmoatt_numba
@@ -176,26 +227,14 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
     if pos_embed[0].in_features != (5 if turn_input else 3):
         raise ModelError(f"no fast path for a position embedding of {pos_embed[0].in_features} inputs "
                          f"({'5 with' if turn_input else '3 without'} turn_input)")
-    embed_weight, embed_bias, turn = _first_layer(pack, pos_embed[0], turn_input)
+    embed_weight, embed_bias, embed_turn = _first_layer(pack, pos_embed[0], turn_input)
     slots = [int(tanh_form), len(blocks), C, L, int(model.pos_positions), pos_embed[0].out_features, ori_embed[0].out_features,
              int(dense_ff), head_hidden, head.linear.out_features, head.center.numel(),
              embed_weight, embed_bias, pack.add(pos_embed[2].weight), pack.add(pos_embed[2].bias),
              pack.add(ori_embed[0].weight), pack.add(ori_embed[0].bias), pack.add(ori_embed[2].weight), pack.add(ori_embed[2].bias),
              pack.add(model.position_code), *trunk_slots, pack.add(head.linear.weight), pack.add(head.linear.bias),
-             pack.add(head.center), pack.add(head.half_range), r, ff_hidden]
+             pack.add(head.center), pack.add(head.half_range), r, ff_hidden, embed_turn]
     constants = [trunk_eps]
-
-    def affine(norm: Any) -> list[int]:
-        if norm is None or isinstance(norm, nn.Identity):
-            return [_NO_NORM, -1]
-        if not isinstance(norm, nn.LayerNorm):
-            raise ModelError(f"no fast path for a norm {type(norm).__name__}; supported: LayerNorm, Identity")
-        if not norm.elementwise_affine:
-            return [-1, -1]
-        if norm.bias is None:
-            raise ModelError("no fast path for a LayerNorm with a weight and no bias")
-        return [pack.add(norm.weight), pack.add(norm.bias)]
-
     for block in blocks:
         ff = block.feed_forward
         if dense_ff:
@@ -211,32 +250,12 @@ def _numba_harmoatt(model: Any, pos_min: np.ndarray, pos_max: np.ndarray, limits
             ff_norm, ff1, ff2 = layers[0], layers[1], layers[3]
         if block.channel_gate[0].out_features != r:
             raise ModelError("no fast path for HarmoAtt-IK blocks of different channel-gate widths")
-        slots += [int(bool(getattr(block, "attention", True))), *affine(block.norm),
-                  pack.add(block.channel_gate[0].weight), pack.add(block.channel_gate[0].bias),
-                  pack.add(block.channel_gate[2].weight), pack.add(block.channel_gate[2].bias),
-                  pack.add(block.spatial_gate.weight), pack.add(block.spatial_gate.bias),
-                  pack.add(block.cross_channel_mix.weight), pack.add(block.cross_position_mix.weight),
-                  pack.add(block.cross_cell), pack.add(block.weight_net[0].weight), pack.add(block.weight_net[0].bias),
-                  pack.add(block.weight_net[2].weight), pack.add(block.weight_net[2].bias), *affine(ff_norm),
-                  pack.add(ff1.weight), pack.add(ff1.bias), pack.add(ff2.weight), pack.add(ff2.bias)]
+        slots += [*_fusion_slots(pack, block), *_affine(pack, ff_norm), pack.add(ff1.weight), pack.add(ff1.bias),
+                  pack.add(ff2.weight), pack.add(ff2.bias)]
         constants += [float(getattr(block.norm, "eps", 0.0)), float(getattr(ff_norm, "eps", 0.0)), float(block.tau_min),
                       float(block.tau_max)]
     P, I, S = pack.array(), np.asarray(slots, dtype=np.int64), np.asarray(constants, dtype=np.float64)
-    outputs, joints = head.linear.out_features, head.center.numel()
     width = max(LC, ff_hidden, head_hidden, pos_embed[0].out_features, ori_embed[0].out_features, 2 * C, 2 * L, 4)
-    work = np.zeros((9, width))
-    kernel, fused_kernel = _harmoatt_numba.harmoatt_forward, _harmoatt_numba.harmoatt_solve
-    N, x = _norm_limits(pos_min, pos_max, limits), np.empty(7)
-
-    def forward(x: np.ndarray) -> np.ndarray:
-        out = np.empty(outputs)
-        kernel(P, I, S, x, out, work)
-        return out.reshape(outputs // joints, joints)
-
-    def fused(pos: np.ndarray, quat: np.ndarray) -> tuple[int, np.ndarray]:
-        out = np.empty(outputs)
-        return fused_kernel(P, I, S, N, pos, quat, x, out, work, MAX_TARGET_DISTANCE), out.reshape(outputs // joints, joints)
-
-    return _Parts(forward, fused, _ranked_maker(_harmoatt_numba.harmoatt_solve_ranked, (P, I, S, N), x, work, outputs,
-                                                outputs // joints),
-                  None if turn is None else turn.setter(P[embed_bias:embed_bias + turn.bias.size]))
+    return _compiled_parts((_harmoatt_numba.harmoatt_forward, _harmoatt_numba.harmoatt_solve, _harmoatt_numba.harmoatt_solve_ranked),
+                           (P, I, S), _norm_limits(pos_min, pos_max, limits), head.linear.out_features, head.center.numel(),
+                           np.zeros((9, width)), turn_input)

@@ -10,7 +10,7 @@ The exact GELU uses ``scipy.special.erf``, as ``torch.nn.GELU()`` computes it.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from scipy.special import expit
@@ -82,9 +82,19 @@ def _head(head: Any, post_of_input: float) -> Callable[[np.ndarray], np.ndarray]
 def _mlp_forward(model: Any, turn_input: bool = False) -> _Parts:
     """The MLP's forward pass: Linear–GELU pairs, then the limit head; ``turn_input``: its first layer reads the
     turn (:class:`_TurnBias`)."""
+    return _stack_forward(list(model.trunk), model.head, turn_input)
+
+
+def _stack_forward(modules: Sequence[Any], limit_head: Any, turn_input: bool = False, blocks: Mapping[int, Any] | None = None,
+                   positions: int = 0) -> _Parts:
+    """Linear–GELU pairs, then a limit head; ``turn_input``: the first layer reads the turn (:class:`_TurnBias`).
+
+    ``blocks`` maps a layer (0-based) to the norm-free :class:`~hik_sim.learning.models.harmoatt.FusionBlock` without a
+    feed-forward layer that follows its GELU, on its output laid out as ``positions`` L × W / L channels (the paper
+    trunk, :mod:`hik_sim.learning.fast_cycleik_trunk`); such a layer's GELU is not folded into the next layer.
+    """
     from torch import nn
 
-    modules = list(model.trunk)
     linears = [m for m in modules if isinstance(m, nn.Linear)]
     gelus = [m for m in modules if isinstance(m, nn.GELU)]
     if len(linears) != len(gelus) or len(linears) + len(gelus) != len(modules):
@@ -92,32 +102,35 @@ def _mlp_forward(model: Any, turn_input: bool = False) -> _Parts:
     if not gelus:  # a trunk without layers: the head alone
         if turn_input:
             raise ModelError("no fast path for a turn_input MLP without layers")
-        return _Parts(_head(model.head, 1.0))
+        return _Parts(_head(limit_head, 1.0))
     pre, post, gelu = _gelu_ops(_check_gelus(gelus))
-    layers = []
+    layers: list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray] | None]] = []
     scale_in = 1.0
-    for linear in linears:
-        layers.append(_f64(*_linear(linear, pre=pre, post_of_input=scale_in)))
-        scale_in = post
-    head = _head(model.head, scale_in)
-    (w0, b0), rest = layers[0], layers[1:]
+    for k, linear in enumerate(linears):
+        weight, bias = _f64(*_linear(linear, pre=pre, post_of_input=scale_in))
+        block = None if blocks is None or k not in blocks else _fusion_block(blocks[k], linear.out_features // positions,
+                                                                              positions, pre, post, gelu)
+        layers.append((weight, bias, block))
+        scale_in = post if block is None else 1.0  # a block reads the GELU itself: its constant applied before it
+    head = _head(limit_head, scale_in)
     turn = None
     if turn_input:
-        w0, turn = _TurnBias.split(w0, b0)
-        w0 = np.ascontiguousarray(w0)
+        w0, turn = _TurnBias.split(layers[0][0], layers[0][1])
+        layers[0] = (np.ascontiguousarray(w0), *layers[0][1:])
+    post64 = np.float64(post)
 
     def forward(x: np.ndarray) -> np.ndarray:
-        h = w0 @ x
-        h += b0
-        h = gelu(h)
-        for w, b in rest:
-            h = w @ h
-            h += b
+        h = x
+        for weight, bias, block in layers:
+            h = weight @ h
+            h += bias
             h = gelu(h)
+            if block is not None:
+                h *= post64
+                h = block(h)
         return head(h)
 
-    return _Parts(forward, set_turn=None if turn is None else turn.setter(b0))
-
+    return _Parts(forward, set_turn=None if turn is None else turn.setter(layers[0][1]))
 
 
 def _harmoatt_forward(model: Any, turn_input: bool = False) -> _Parts:
@@ -270,13 +283,19 @@ def _fusion_block(block: Any, channels: int, positions: int, pre: float, post: f
     return forward
 
 
+def _unchanged(x: np.ndarray) -> np.ndarray:
+    return x
+
+
 def _feed_forward(module: Any, channels: int, positions: int, pre: float, post: float,
                   gelu: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """A fusion block's feed-forward layer with its residual: flat map (L·C,) → x + ff(x)."""
+    """A fusion block's feed-forward layer with its residual: flat map (L·C,) → x + ff(x); x itself for none (``None``)."""
     from torch import nn
 
     C, L = channels, positions
     inv_size = 1.0 / (L * C)
+    if module is None:  # the paper trunk's blocks have none
+        return _unchanged
     if hasattr(module, "mix"):  # dense: (LayerNorm,) L·C → F → L·C
         layers = list(module.mix)
         if len(layers) != 3 or not isinstance(layers[0], nn.Linear) or not isinstance(layers[2], nn.Linear):

@@ -89,8 +89,9 @@ class _Parts(NamedTuple):
     free_index, tolerance)``, which makes the :data:`Ranked` call that chooses among the answers too
     (G: the flat chain geometry; template (n,): the fixed joints' values; free_index (m,); tolerance:
     the score's position [m] and rotation [rad] units). For a ``turn_input`` network, ``set_turn(cos, sin)``
-    writes the turn's (cos, sin) into the first layer's bias before a call (:class:`_TurnBias`), so the
-    forward passes read the usual 7 inputs."""
+    hands the turn's (cos, sin) to the first layer before a call, so the forward passes read the usual 7 inputs:
+    (numpy) into its float64 bias (:class:`_TurnBias`), (numba) into the input buffer's last two values, which the
+    kernels' first layer reads apart (:func:`hik_sim.learning._fast_numba.add_turn`)."""
 
     forward: Callable[[np.ndarray], np.ndarray]
     fused: Callable[[np.ndarray, np.ndarray], tuple[int, np.ndarray]] | None = None
@@ -100,8 +101,9 @@ class _Parts(NamedTuple):
 
 class _TurnBias(NamedTuple):
     """A ``turn_input`` model's first layer for the fast forward passes: its input is (position (3), cos, sin,
-    quaternion (4)) but they read 7 inputs, so the columns of cos and sin leave the weight and enter the bias,
-    ``b' = b + W_cos·cos α + W_sin·sin α``, written into the forward pass's own bias before each call."""
+    quaternion (4)) but they read 7 inputs, so the columns of cos and sin leave the weight (:meth:`split`). The NumPy
+    pass adds them to its float64 bias, ``b' = b + W_cos·cos α + W_sin·sin α``, before each call (:meth:`setter`);
+    the numba kernels read the columns apart (:func:`hik_sim.learning._fast_numba.add_turn`)."""
 
     bias: np.ndarray  # (h,) float64
     columns: np.ndarray  # (h, 2) float64: the weight's columns of cos and sin
