@@ -258,20 +258,21 @@ def mlp_forward(P, I, x, out, work):  # noqa: ANN001, ANN201, E741
     ``turn_input`` model; ``work`` (2, max width) scratch."""
     tanh_form = I[0] != 0
     layers = I[1]
-    a = work[0]
-    b = work[1]
     n_in = I[2]
     for i in range(n_in):
-        a[i] = x[i]
+        work[0, i] = x[i]
     for k in range(layers):
         s = MLP_SLOTS + 4 * k
+        # the layers take turns on the two rows, each picked by index: swapping two names instead (a, b = b, a) cost
+        # LLVM its vectorised loops (1.5x slower)
+        a = work[k & 1]
+        b = work[1 - (k & 1)]
         _linear(P, I[s], I[s + 1], I[s + 2], I[s + 3], a, b)
         if k == 0:
             add_turn(P, I[10], I[s + 2], x, b)
         _gelu(b, I[s + 2], tanh_form)
         n_in = I[s + 2]
-        a, b = b, a
-    limit_head(P, I[5], I[6], I[7], I[8], I[3], I[4], n_in, a, out)
+    limit_head(P, I[5], I[6], I[7], I[8], I[3], I[4], n_in, work[layers & 1], out)
 
 
 # --- input, limits and the choice among answers ----------------------------------------------------

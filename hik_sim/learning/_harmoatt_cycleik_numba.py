@@ -32,8 +32,6 @@ def harmoatt_cycleik_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E7
     ``turn_input`` model; ``work`` (10, max(widest layer, 4)) scratch."""
     tanh_form = I[0] != 0
     layers = I[1]
-    a = work[0]
-    b = work[1]
     normed = work[2]
     t1 = work[3]
     t2 = work[4]
@@ -44,10 +42,12 @@ def harmoatt_cycleik_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E7
     bits = work[9].view(np.int64)
     n_in = I[2]
     for i in range(n_in):
-        a[i] = x[i]
+        work[0, i] = x[i]
     for k in range(layers):
         s = MLP_SLOTS + 4 * k
         n_out = I[s + 2]
+        a = work[k & 1]  # the layers take turns on rows 0 and 1, picked by index (as mlp_forward, which says why)
+        b = work[1 - (k & 1)]
         _linear(P, I[s], I[s + 1], n_out, n_in, a, b)
         if k == 0:
             add_turn(P, I[10], n_out, x, b)
@@ -58,8 +58,7 @@ def harmoatt_cycleik_forward(P, I, S, x, out, work):  # noqa: ANN001, ANN201, E7
             fusion_block(P, I, f, S[e], S[e + 1], S[e + 2], I[f + FUSION_SLOTS], I[f + FUSION_SLOTS + 1],
                          I[f + FUSION_SLOTS + 2], tanh_form, b, normed, t1, t2, t3, t4, t5, gate, bits)
         n_in = n_out
-        a, b = b, a
-    limit_head(P, I[5], I[6], I[7], I[8], I[3], I[4], n_in, a, out)
+    limit_head(P, I[5], I[6], I[7], I[8], I[3], I[4], n_in, work[layers & 1], out)
 
 
 @njit(fastmath=_FAST, cache=True, boundscheck=False)
