@@ -167,3 +167,18 @@ def test_what_the_fast_paths_do_not_cover_is_a_hik_error(chains: dict[str, Chain
     with pytest.raises(HikError, match="finite"):
         FastIKNetwork.from_network(_paper(chains["irb120"], {}), backend=backend).solve(np.array([np.nan, 0.0, 0.0]),
                                                                                         np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_the_single_target_hybrid_seeds_its_lm_with_the_paper_trunk(chains: dict[str, Chain]) -> None:
+    """SingleTargetIK (the single-target hybrid) runs a paper-trunk seed through FastIKNetwork: with no LM iteration
+    and no restart its answer is the network's choice."""
+    from hik_sim.solvers.single_target_ik import SingleTargetIK, SingleTargetPlan
+
+    chain = chains["panda"]
+    network = _paper(chain, {"hypotheses": 4, "canonical_turn": True, "turn_input": True}, seed=5)
+    solver = SingleTargetIK(chain, network, plan=SingleTargetPlan(max_iterations=0, restarts=0, flip_restarts=False))
+    assert isinstance(solver.fast_network, FastIKNetwork) and solver.fast_network.backend == BACKENDS[-1]
+    targets = make_eval_set(chain, 6, 10).batch
+    chosen = copy.deepcopy(network).double().solve(targets.pos, targets.quat).numpy()
+    seeds = np.stack([solver.solve_one(p, q).q[0].numpy() for p, q in zip(targets.pos, targets.quat)])
+    assert np.abs(seeds - chosen).max() < LIMITS
