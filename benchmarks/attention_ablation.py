@@ -25,14 +25,15 @@ Every finished run is one row of ``attention_ablation.json`` (written after each
 minutes, steps, and on the fixed test targets (seed 2024, ``--targets``) pos_mean_mm, rot_mean_deg,
 success_5mm_2deg, plus, for networks with fusion blocks, each block's fusion statistics over the test targets
 (mean weight per branch, the share of targets each branch dominates, the share where one branch holds ≥ 95 % of
-the weight, the temperature's range). ``attention_ablation.md`` summarises mean ± 95 % t-interval over seeds per
-robot × model and the paired differences (same seed) of each control against ``harmoatt``.
+the weight, the temperature's range). ``benchmarks/attention_summary.py`` turns the rows into ``attention_ablation.md``
+(mean ± 95 % t-interval over seeds per robot × model, the paired differences of each control against ``harmoatt``)
+and the lines the docs quote; this script calls it after its runs.
 
 Usage::
 
     python benchmarks/attention_ablation.py --calibrate                     # step rates, once per machine kind
     python benchmarks/attention_ablation.py --jobs 2 --stop-after 90        # train what is missing, stop launching after 90 min
-    python benchmarks/attention_ablation.py --summary                       # tables from the record only
+    python benchmarks/attention_summary.py                                  # tables from the record only
     python benchmarks/attention_ablation.py --quick                         # seconds: a smoke test (own folder)
 """
 
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -54,18 +54,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, also when this file is loaded by its path
 import harness  # noqa: E402
+from attention_summary import ARMS, ROBOTS, TEST_SEED, write  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "attention_ablation"
 RUNS = ROOT / "runs" / "attention_ablation"
-ROBOTS = ("talos", "romeo", "icub", "g1", "jvrc1", "irb120", "panda")
-TEST_SEED = 2024
 MINUTES = 3.0
 SEEDS = (0, 1, 2)
 TURN = ("canonical_turn=true", "clamp_in_training=true", "turn_input=true")
 RECIPE = ("--batch", "256", "--lr", "3e-3", "--entropy-weight", "0.01")
 DENSE = ("trunk=dense", "channels=16", "positions=8", "feed_forward=256", "embed_hidden=64")
-T_95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def shipped_parameters(joints: int) -> int:
@@ -105,8 +103,6 @@ def arm_arguments(arm: str, joints: int) -> list[str]:
     return ["--model", kind, *[a for o in model_options for a in ("--model-option", o)], *flags]
 
 
-ARMS = ("harmoatt", "harmoatt_no_attention", "harmoatt_max_entropy", "harmoatt_dense", "harmoatt_dense_no_attention",
-        "cycleik", "cycleik_our_recipe", "mlp")
 
 
 def _joints(robot: str) -> int:
@@ -230,111 +226,6 @@ def fusion_statistics(weights: torch.Tensor, temperature: torch.Tensor | None) -
     return blocks
 
 
-def interval(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of the 95 % t-interval (0 half-width for one value)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, float("nan")
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean, T_95.get(n - 1, 1.96) * sd / math.sqrt(n)
-
-
-def paired_differences(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per control arm: the differences control − ``harmoatt`` on the same robot and seed, pooled over robots, as
-    (mean, 95 % t-interval half-width) of position error [mm], rotation error [°] and success [points], and n pairs.
-    Positive errors: the control misses by more (the attention network is better)."""
-    base = {(r["robot"], r["seed"]): r for r in rows if r["model"] == "harmoatt"}
-    out: dict[str, dict[str, Any]] = {}
-    for arm in ARMS[1:]:
-        pairs = [(r, base[(r["robot"], r["seed"])]) for r in rows if r["model"] == arm and (r["robot"], r["seed"]) in base]
-        if pairs:
-            out[arm] = {"n": len(pairs), "robots": sorted({a["robot"] for a, _ in pairs}),
-                        "pos_mean_mm": interval([a["pos_mean_mm"] - b["pos_mean_mm"] for a, b in pairs]),
-                        "rot_mean_deg": interval([a["rot_mean_deg"] - b["rot_mean_deg"] for a, b in pairs]),
-                        "success_points": interval([100 * (a["success_5mm_2deg"] - b["success_5mm_2deg"]) for a, b in pairs])}
-    return out
-
-
-def fusion_use(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Over every trained network with attention (the no-attention controls left out) and each of its blocks: how many
-    blocks there are, and in how many one branch holds ≥ 95 % of the weight for at least 95 % of the test targets."""
-    blocks = [b for r in rows if r.get("fusion") and not r["model"].endswith("no_attention") for b in r["fusion"]]
-    return {"blocks": len(blocks), "one_branch_blocks": sum(b["one_branch_95"] >= 0.95 for b in blocks)}
-
-
-def _pm(figure: tuple[float, float], digits: int) -> str:
-    mean, half = figure
-    return f"{mean:+.{digits}f}" + ("" if math.isnan(half) else f" ± {half:.{digits}f}")
-
-
-def headline(rows: list[dict[str, Any]]) -> list[str]:
-    """The study's result as the README and docs state it, one line per comparison (control − ``harmoatt``, paired by
-    robot and seed, mean ± 95 % t-interval): the attention removed, CycleIK as published and with our recipe, the MLP;
-    then how often the fusion picks one branch. A test checks that the docs hold these lines verbatim."""
-    differences = paired_differences(rows)
-    names = {"harmoatt_no_attention": "without the attention (same network)", "cycleik": "CycleIK as published",
-             "cycleik_our_recipe": "CycleIK with our recipe", "mlp": "the parameter-matched MLP"}
-    lines = []
-    for arm, words in names.items():
-        if arm in differences:
-            d = differences[arm]
-            lines.append(f"- {words} − HarmoAtt-IK: {_pm(d['pos_mean_mm'], 2)} mm position error, "
-                         f"{_pm(d['success_points'], 1)} points of success (n = {d['n']}, {len(d['robots'])} robots)")
-    use = fusion_use(rows)
-    lines.append(f"- fusion blocks where one branch takes ≥ 95 % of the weight for ≥ 95 % of the targets: "
-                 f"{use['one_branch_blocks']} of {use['blocks']}")
-    return lines
-
-
-def summary(rows: list[dict[str, Any]], minutes: float) -> str:
-    """Markdown: per robot × model mean ± 95 % CI over seeds; paired differences against ``harmoatt``; fusion use."""
-    robots = [r for r in ROBOTS if any(row["robot"] == r for row in rows)]
-    means = []
-    for robot in robots:
-        for arm in ARMS:
-            mine = [r for r in rows if r["robot"] == robot and r["model"] == arm]
-            if not mine:
-                continue
-            cells = []
-            for key, scale in (("pos_mean_mm", 1), ("rot_mean_deg", 1), ("success_5mm_2deg", 100)):
-                m, h = interval([scale * r[key] for r in mine])
-                cells.append(f"{m:.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:.2f}")
-            means.append([robot, arm, len(mine), f"{mine[0]['params']:,}", f"{round(sum(r['steps'] for r in mine) / len(mine)):,}", *cells])
-    pairs = []
-    for arm, figures in paired_differences(rows).items():
-        pairs.append([arm, figures["n"], *(f"{m:+.2f} ± {h:.2f}" if not math.isnan(h) else f"{m:+.2f}" for m, h in
-                                           (figures["pos_mean_mm"], figures["rot_mean_deg"], figures["success_points"]))])
-    fusion = []
-    for robot in robots:
-        for arm in ARMS:
-            mine = [r for r in rows if r["robot"] == robot and r["model"] == arm and r.get("fusion")]
-            if not mine or arm.endswith("no_attention"):
-                continue
-            for k in range(len(mine[0]["fusion"])):
-                blocks = [r["fusion"][k] for r in mine]
-                dom = " / ".join(f"{100 * sum(b['dominates'][x] for b in blocks) / len(blocks):.0f}" for x in ("channel", "spatial", "cross"))
-                one = 100 * sum(b["one_branch_95"] for b in blocks) / len(blocks)
-                ent = sum(b["entropy_mean_nats"] for b in blocks) / len(blocks)
-                tmin = min(b["temperature"]["min"] for b in blocks)
-                tmax = max(b["temperature"]["max"] for b in blocks)
-                fusion.append([robot, arm, k + 1, dom, f"{one:.0f} %", f"{ent:.2f}", f"{tmin:.2f}–{tmax:.2f}"])
-    return "\n".join([
-        f"# Attention ablation: {minutes:g} calibrated minutes a run, test targets seed {TEST_SEED}", "",
-        "Mean ± 95 % t-interval over seeds (n = seeds). Command: `python benchmarks/attention_ablation.py --summary`.", "",
-        harness.markdown_table(["robot", "model", "n", "params", "steps", "pos mean [mm]", "rot mean [°]", "success 5 mm & 2° [%]"],
-                               means, "llrrrlll"),
-        "", "## Paired differences (control − harmoatt, same robot and seed), pooled over robots", "",
-        "Positive: the control's error is larger (the attention network is better). n = robot × seed pairs.", "",
-        harness.markdown_table(["control", "n", "Δ pos mean [mm]", "Δ rot mean [°]", "Δ success [points]"], pairs, "lrlll"),
-        "", "## Fusion weights over the test targets (mean over seeds)", "",
-        "Share of targets each branch dominates (channel / spatial / cross), share where one branch holds ≥ 95 %, "
-        "mean entropy (of ln 3 = 1.10 nats), temperature range.", "",
-        harness.markdown_table(["robot", "model", "block", "dominates c / s / x", "one branch ≥ 95 %", "entropy [nats]", "τ min–max"],
-                               fusion, "llrlrrl"),
-    ]) + "\n"
-
-
 def _load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {"rows": []}
 
@@ -358,7 +249,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
     parser.add_argument("--calibrate", action="store_true", help="measure every arm's step rate (calibration.json) and stop")
     parser.add_argument("--calibration-steps", type=harness.at_least(2), default=400, help="steps of each calibration run (default 400)")
-    parser.add_argument("--summary", action="store_true", help="only write the Markdown summary from the record")
     harness.add_quick(parser, f"a smoke test: tiny budget, its runs in {(RUNS / 'quick').relative_to(ROOT)}, its record there too "
                               "unless --out")
     args = parser.parse_args(argv)
@@ -374,69 +264,63 @@ def main(argv: list[str] | None = None) -> int:
     record = _load(record_path)
     record.update({"minutes": args.minutes, "test_seed": TEST_SEED, "test_targets": args.targets,
                    "command": "python benchmarks/attention_ablation.py --jobs 2"})
-    if not args.summary:
-        if not args.quick and not calibration_path.is_file():
-            print(f"no {calibration_path}: run with --calibrate first", file=sys.stderr)
-            return 2
+    if not args.quick and not calibration_path.is_file():
+        print(f"no {calibration_path}: run with --calibrate first", file=sys.stderr)
+        return 2
 
-        def rates() -> dict[str, dict[str, float]]:
-            if args.quick:
-                return {r: dict.fromkeys(args.models, 100.0) for r in args.robots}
-            return dict(_load(calibration_path)["steps_per_second"])
+    def rates() -> dict[str, dict[str, float]]:
+        if args.quick:
+            return {r: dict.fromkeys(args.models, 100.0) for r in args.robots}
+        return dict(_load(calibration_path)["steps_per_second"])
 
-        done = {(r["robot"], r["model"], r["seed"]) for r in record["rows"]}
-        todo = [(robot, arm, seed) for seed in args.seeds for robot in args.robots for arm in args.models
-                if (robot, arm, seed) not in done]
-        start = time.monotonic()
-        lock = threading.Lock()
+    done = {(r["robot"], r["model"], r["seed"]) for r in record["rows"]}
+    todo = [(robot, arm, seed) for seed in args.seeds for robot in args.robots for arm in args.models
+            if (robot, arm, seed) not in done]
+    start = time.monotonic()
+    lock = threading.Lock()
 
-        def next_job() -> tuple[tuple[str, str, int], float] | None:
-            """The first job left whose arm is calibrated (waiting while a calibration still runs), or None."""
-            while True:
-                if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
+    def next_job() -> tuple[tuple[str, str, int], float] | None:
+        """The first job left whose arm is calibrated (waiting while a calibration still runs), or None."""
+        while True:
+            if args.stop_after is not None and time.monotonic() - start > 60 * args.stop_after:
+                return None
+            known = rates()
+            with lock:
+                if not todo:
                     return None
-                known = rates()
-                with lock:
-                    if not todo:
-                        return None
-                    for job in todo:
-                        if job[1] in known.get(job[0], {}):
-                            todo.remove(job)
-                            return job, known[job[0]][job[1]]
-                time.sleep(30)
+                for job in todo:
+                    if job[1] in known.get(job[0], {}):
+                        todo.remove(job)
+                        return job, known[job[0]][job[1]]
+            time.sleep(30)
 
-        def worker() -> None:
-            while (picked := next_job()) is not None:
-                (robot, arm, seed), rate = picked
-                steps = max(1, round(args.minutes * 60 * rate)) if not args.quick else 20
-                out = runs / robot / f"{arm}_seed{seed}.safetensors"
-                out.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
-                except RuntimeError as exc:  # one failed run is reported and left for the next call; the others go on
-                    print(exc, file=sys.stderr, flush=True)
-                    continue
-                row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rate / 60, "steps": steps,
-                       "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
-                       **measure(out, robot, 500 if args.quick else args.targets)}
-                with lock:
-                    record["rows"].append(row)
-                    _save(record_path, record)
-                print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
-                      f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
+    def worker() -> None:
+        while (picked := next_job()) is not None:
+            (robot, arm, seed), rate = picked
+            steps = max(1, round(args.minutes * 60 * rate)) if not args.quick else 20
+            out = runs / robot / f"{arm}_seed{seed}.safetensors"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                wall, cpu = _train(robot, arm, seed, out, steps, max(steps // 4, 1), 500 if args.quick else 2000)
+            except RuntimeError as exc:  # one failed run is reported and left for the next call; the others go on
+                print(exc, file=sys.stderr, flush=True)
+                continue
+            row = {"robot": robot, "model": arm, "seed": seed, "minutes": steps / rate / 60, "steps": steps,
+                   "wall_minutes_last_process": wall / 60, "cpu_minutes_last_process": cpu / 60,
+                   **measure(out, robot, 500 if args.quick else args.targets)}
+            with lock:
+                record["rows"].append(row)
+                _save(record_path, record)
+            print(f"{robot:7s} {arm:28s} seed {seed}: {row['pos_mean_mm']:.2f} mm {row['rot_mean_deg']:.2f}° "
+                  f"{100 * row['success_5mm_2deg']:.1f} %  ({wall / 60:.1f} min)", flush=True)
 
-        workers = [threading.Thread(target=worker) for _ in range(args.jobs)]
-        for thread in workers:
-            thread.start()
-        for thread in workers:
-            thread.join()
-    rows = sorted(record["rows"], key=lambda r: (ROBOTS.index(r["robot"]), ARMS.index(r["model"]), r["seed"]))
-    record["rows"] = rows
-    record["paired_differences"] = paired_differences(rows)
-    record["fusion_use"] = fusion_use(rows)
+    workers = [threading.Thread(target=worker) for _ in range(args.jobs)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
     _save(record_path, record)
-    (folder / "attention_ablation.md").write_text(summary(rows, args.minutes))
-    print(summary(rows, args.minutes))
+    print(write(record_path, folder / "attention_ablation.md"))
     return 0
 
 
