@@ -33,14 +33,15 @@ import harness  # noqa: E402
 def run_main_job(extra: list[str], keep: bool, cold: bool) -> dict:
     """Run the evaluator once; return its record (seconds, phases, load, the run's last lines).
 
-    ``cold``: numba compiles every kernel, as on a fresh install (an empty ``NUMBA_CACHE_DIR``); else
-    its on-disk cache from earlier runs serves them.
+    ``cold``: as on a fresh install, numba compiles every kernel (an empty ``NUMBA_CACHE_DIR``) and the robot's meshes
+    are converted again (an empty ``HIK_SIM_CACHE``); else the on-disk caches of earlier runs serve them.
     """
     folder = Path(tempfile.mkdtemp(prefix="main_job-")) / "run"
     command = [sys.executable, "-m", "hik_sim.evaluate", "--no-progress", "--out", str(folder), *extra]
     env = dict(os.environ)
     if cold:
         env["NUMBA_CACHE_DIR"] = str(folder.parent / "numba_cache")
+        env["HIK_SIM_CACHE"] = str(folder.parent / "hik_sim_cache")
     load_before = os.getloadavg()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -94,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="current", help="the row's label (default current)")
     parser.add_argument("--keep", action="store_true", help="keep the run folder")
     parser.add_argument("--fresh", action="store_true", help="start a new record instead of adding a row")
-    parser.add_argument("--warm", action="store_true", help="let numba's on-disk cache serve the kernels (default: cold, "
-                                                            "compiled as on a fresh install)")
+    parser.add_argument("--warm", action="store_true", help="let the on-disk caches serve numba's kernels and the meshes "
+                                                            "(default: cold, compiled and converted as on a fresh install)")
     parser.add_argument("extra", nargs="*", help="evaluator arguments (after --)")
     args = parser.parse_args(argv)
     path = args.out / "main_job.json"
