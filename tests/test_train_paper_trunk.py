@@ -47,3 +47,16 @@ def test_a_run_is_the_shipped_recipe_with_the_papers_trunk_at_the_shipped_time(r
     steps = int(argv[argv.index("--steps") + 1])
     assert steps == round(shipped.total_steps * rate["harmoatt"] / rate["harmoatt_dense"])
     assert "--keep-best" in argv and "--resume" not in argv and argv[argv.index("--batch") + 1] == "256"
+
+
+def test_the_comparison_decides_on_validation_and_only_for_a_finished_run() -> None:
+    spec = importlib.util.spec_from_file_location("paper_trunk", ROOT / "benchmarks" / "paper_trunk.py")
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    shipped = {"validation": {"pos_mean_mm": 2.0, "rot_mean_deg": 1.0, "success_5mm_2deg": 0.9}}
+    better = {"validation": {"pos_mean_mm": 1.5, "rot_mean_deg": 0.9, "success_5mm_2deg": 0.92}, "done": 1.0}
+    worse = {"validation": {"pos_mean_mm": 2.5, "rot_mean_deg": 0.9, "success_5mm_2deg": 0.95}, "done": 1.0}
+    assert compare.decision(shipped, better) == "ship the paper trunk"
+    assert compare.decision(shipped, worse) == "keep dense"  # 2.5/5 + 0.9/2 > 2.0/5 + 1.0/2, whatever the success
+    assert compare.decision(shipped, {**better, "done": 0.4}) == "not finished (40 % of its steps)"
