@@ -249,13 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
     parser.add_argument("--calibrate", action="store_true", help="measure every arm's step rate (calibration.json) and stop")
     parser.add_argument("--calibration-steps", type=harness.at_least(2), default=400, help="steps of each calibration run (default 400)")
-    harness.add_quick(parser, f"a smoke test: tiny budget, its runs in {(RUNS / 'quick').relative_to(ROOT)}, its record there too "
-                              "unless --out")
+    harness.add_quick(parser, f"a smoke test: tiny budget, its runs and record in {(RUNS / 'quick').relative_to(ROOT)} "
+                              "(with --out: the record there, the runs in its runs/)")
     args = parser.parse_args(argv)
     if unknown := sorted(set(args.robots) - set(ROBOTS)):
         parser.error(f"--robots: the study covers {', '.join(ROBOTS)}, not {', '.join(unknown)}")
     folder = args.out or (RUNS / "quick" if args.quick else RESULTS)
-    runs = RUNS / "quick" if args.quick else RUNS
+    runs = (Path(args.out) / "runs" if args.out else RUNS / "quick") if args.quick else RUNS
     record_path = folder / "attention_ablation.json"
     calibration_path = folder / "calibration.json"
     if args.calibrate:
