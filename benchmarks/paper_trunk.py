@@ -1,6 +1,6 @@
 """The paper's trunk against the shipped ``dense`` trunk at the shipped budget: which four-answer HarmoAtt-IK ships.
 
-For every robot with a run of ``scripts/train_paper_trunk.py`` (``runs/paper_trunk/<robot>/``): the shipped
+For every robot with a run of ``scripts/train_paper_trunk.py`` (``benchmarks/results/paper_trunk/runs/<robot>/``): the shipped
 ``harmoatt_4answers`` (``dense`` trunk) and the run's best validation checkpoint (``trunk=cycleik``, the shipped
 recipe, the shipped network's time as steps), each on
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared harness, 
 import harness  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "runs" / "paper_trunk"
+RUNS = ROOT / "benchmarks" / "results" / "paper_trunk" / "runs"
 NAME = "harmoatt_4answers"
 
 

@@ -13,8 +13,9 @@ and give the networks that would ship if the answer holds.
   ratio of the two trunks' step rates on one thread (the study's ``calibration.json``; robots it lacks are measured
   first with ``attention_ablation.py --calibrate``). The load of other work then changes a run's wall time, not
   its budget.
-- **Checkpoints** every 5 minutes; a run found under ``--out`` resumes, a finished one is skipped, so the runs can span
-  several sittings (``--stop-after``).
+- **Checkpoints** every 5 minutes under ``--out`` (default ``benchmarks/results/paper_trunk/runs/<robot>/``, committed
+  with the record: about 2.5 MB a robot); a run found there resumes, a finished one is skipped, so the runs can span
+  several sittings and machines (``--stop-after``; SIGTERM saves a resumable checkpoint).
 
 Usage::
 
@@ -49,6 +50,8 @@ from hik_sim.policies import PRETRAINED_DIR  # noqa: E402
 from hik_sim.robots import robot_names  # noqa: E402
 
 CALIBRATION = ROOT / "benchmarks" / "results" / "attention_ablation" / "calibration.json"
+RUNS = ROOT / "benchmarks" / "results" / "paper_trunk" / "runs"
+"""Where the runs live: in the repository, so that runs spanning several sittings survive a fresh checkout."""
 NAME = "harmoatt_4answers"
 DENSE_ONLY = ("trunk", "channels", "positions", "feed_forward", "embed_hidden")
 """Options of the shipped recipe that size the dense trunk and do not apply to the paper's."""
@@ -99,7 +102,7 @@ def finished(out: Path, steps: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="+", default=list(robot_names()), choices=list(robot_names()), metavar="NAME")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "paper_trunk")
+    parser.add_argument("--out", type=Path, default=RUNS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side, one thread each (default 1)")
     parser.add_argument("--stop-after", type=float, default=None, metavar="MIN", help="launch no run after this many minutes")
