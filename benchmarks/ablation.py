@@ -53,14 +53,15 @@ LOSS_VARIANTS: dict[str, dict[str, object]] = {
     "plain quaternion loss": {"sign_invariant": False},
     "no entropy regulariser": {"entropy_weight": 0.0},
 }
-QUICK_OPTIONS = {"harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("feed_forward", 32))}
+HARMOATT_OPTIONS = (("trunk", "dense"),)
+"""The HarmoAtt-IK this study trains: the ``dense`` trunk at its default size (the shipped one-answer networks')."""
+QUICK_OPTIONS = {"harmoatt": (("trunk", "dense"), ("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16),
+                              ("feed_forward", 32))}
 
 
 def _pair_config(model: str, steps: int, outputs: int, quick: bool) -> TrainConfig:
-    if model == "harmoatt":
-        options = QUICK_OPTIONS["harmoatt"] if quick else ()
-    else:
-        options = (("hidden", matched_mlp_hidden(outputs, **dict(QUICK_OPTIONS["harmoatt"] if quick else ()))),)
+    harmoatt = QUICK_OPTIONS["harmoatt"] if quick else HARMOATT_OPTIONS
+    options = harmoatt if model == "harmoatt" else (("hidden", matched_mlp_hidden(outputs, **dict(harmoatt))),)
     return TrainConfig(model=model, steps=steps, batch=128 if quick else 1024, model_options=options,
                        eval_size=256 if quick else 2000, normalizer_samples=5000 if quick else 100_000)
 

@@ -1,7 +1,8 @@
 """How much of each HarmoAtt-IK network is attention: parameters and multiply-adds a pose, per robot.
 
 For the paper's network (CycleIK's generator with fusion blocks, ``trunk=cycleik``) and the shipped recipe's
-feature-map network (``trunk=dense``), both four answers with the turn as input, and the default one-answer network:
+feature-map network (``trunk=dense``), both four answers with the turn as input, and the one-answer ``dense`` network at
+its default size (the equal-time comparison's):
 the attention branches' and the weight-generation network's parameters and their share of the parameters and of the
 forward multiply-adds (:func:`hik_sim.learning.describe.describe_network`, the numbers
 ``python -m hik_sim.train --describe`` prints).
@@ -28,7 +29,7 @@ NETWORKS = {
     "paper (trunk=cycleik), 4 answers": {"trunk": "cycleik", **TURN},
     "shipped recipe (trunk=dense), 4 answers": {"trunk": "dense", "channels": 16, "positions": 8, "feed_forward": 256,
                                                 "embed_hidden": 64, **TURN},
-    "default (trunk=dense), 1 answer": {},
+    "default size (trunk=dense), 1 answer": {"trunk": "dense"},
 }
 
 

@@ -21,8 +21,8 @@ Usage::
     python scripts/train_pretrained.py --robots irb120 --steps 20000 --device cuda
     python scripts/train_pretrained.py --robots irb120 --only harmoatt mlp --steps 60000 --minutes 55 --lr 3e-3 --compile
     python scripts/train_pretrained.py --robots irb120 --only harmoatt_4answers --steps 10000000 --minutes 60 --batch 256 --lr 3e-3
-    python -m hik_sim.train --robot g1 --model harmoatt --model-option channels=16 --model-option positions=8 \
-        --model-option feed_forward=256 --model-option embed_hidden=64 --model-option hypotheses=4 \
+    python -m hik_sim.train --robot g1 --model harmoatt --model-option trunk=dense --model-option channels=16 \
+        --model-option positions=8 --model-option feed_forward=256 --model-option embed_hidden=64 --model-option hypotheses=4 \
         --model-option canonical_turn=true --batch 256 --lr 3e-3 --minutes 60 --steps 10000000 --eval-every 2000 \
         --keep-best --out runs/closed_loop/g1/harmoatt_4answers.pt     # the shipped recipe (CLOSED_LOOP_RECIPE), then:
     python scripts/train_pretrained.py --robots g1 --only harmoatt_4answers --ship runs/closed_loop/g1/harmoatt_4answers.best.pt
@@ -66,7 +66,7 @@ from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.checkpoint import Card, load_checkpoint, save_checkpoint
 from hik_sim.learning.data import make_eval_set
 from hik_sim.learning.losses import LossConfig
-from hik_sim.learning.models import matched_mlp_hidden, size_options
+from hik_sim.learning.models import MATCHED_REFERENCE, matched_mlp_hidden, size_options
 from hik_sim.learning.network import IKNetwork
 from hik_sim.policies import PRETRAINED_DIR
 from hik_sim.robots import get_robot, robot_names
@@ -81,9 +81,9 @@ SEED_MLP = (("hidden", 128), ("layers", 3))
 """``mlp_seed``: an MLP of ~35 k parameters, a few µs a pose, the seed of the single-target LM
 (``hik_sim.policies.single_target_seed_name``); not parameter-matched and not paired: it trains its
 own ``--minutes``."""
-CLOSED_LOOP_RECIPE = (("channels", 16), ("positions", 8), ("feed_forward", 256), ("embed_hidden", 64),
-                      ("canonical_turn", True))
-"""``harmoatt_<H>answers``: a HarmoAtt-IK of ~148 k weights (~26 µs a pose) that takes the first joint's turn
+CLOSED_LOOP_RECIPE = (("trunk", "dense"), ("channels", 16), ("positions", 8), ("feed_forward", 256),
+                      ("embed_hidden", 64), ("canonical_turn", True))
+"""``harmoatt_<H>answers``: a HarmoAtt-IK (``dense`` trunk) of ~148 k weights (~26 µs a pose) that takes the first joint's turn
 out of its input (``canonical_turn``, docs/networks.md); not parameter-matched and not paired: it trains its
 own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these options, ``--batch 256 --lr 3e-3
 --keep-best`` and one budget for every robot (docs/networks.md, "The recipe of harmoatt_4answers"), then ``--ship``."""
@@ -131,8 +131,9 @@ def _closed_loop_stem(stem: str | None, hypotheses: int) -> bool:
 
 def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], ...],
                   hypotheses: int, stem: str | None = None) -> tuple[tuple[str, Any], ...]:
-    """The network's options: its hypotheses, and for the MLP, CycleIK and the regression DNN the size that
-    matches HarmoAtt-IK's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem, ``CLOSED_LOOP_RECIPE`` (and the
+    """The network's options: its hypotheses, for HarmoAtt-IK the ``dense`` trunk at its default size
+    (:data:`~hik_sim.learning.models.MATCHED_REFERENCE`), and for the MLP, CycleIK and the regression DNN the size that
+    matches that network's parameter count; ``SEED_MLP`` for the ``mlp_seed`` stem, ``CLOSED_LOOP_RECIPE`` (and the
     robot's ``CLOSED_LOOP_EXTRAS``) for ``harmoatt_<H>answers``."""
     if stem == "mlp_seed":
         return SEED_MLP
@@ -140,8 +141,10 @@ def model_options(model: str, robot_name: str, fixed: tuple[tuple[str, float], .
     if _closed_loop_stem(stem, hypotheses):
         return CLOSED_LOOP_RECIPE + CLOSED_LOOP_EXTRAS.get(robot_name, ()) + options
     outputs = get_robot(robot_name).dof - len(fixed)
-    if model == "mlp":
-        options = (("hidden", matched_mlp_hidden(outputs, hypotheses=hypotheses)),) + options
+    if model == "harmoatt":
+        options = tuple(MATCHED_REFERENCE.items()) + options
+    elif model == "mlp":
+        options = (("hidden", matched_mlp_hidden(outputs, hypotheses=hypotheses, **MATCHED_REFERENCE)),) + options
     elif model in ("cycleik", "regression"):
         options = tuple(size_options(model, outputs).items())
     return options

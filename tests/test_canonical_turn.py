@@ -26,7 +26,7 @@ from hik_sim.learning.fast_network import FastIKNetwork, numba_available
 from hik_sim.learning.network import IKNetwork
 from hik_sim.learning.train import TrainConfig, train
 
-SMALL = {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8, "feed_forward": 16}
+SMALL = {"trunk": "dense", "channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8, "feed_forward": 16}
 
 
 def _network(chain: Chain, options: dict, fixed: dict | None = None, seed: int = 0, scale: float = 0.05) -> IKNetwork:

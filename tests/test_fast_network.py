@@ -75,12 +75,14 @@ def irb120() -> Chain:
 
 
 TINY = {
-    "dense": ("harmoatt", {"channels": 4, "positions": 6, "blocks": 2, "embed_hidden": 8, "feed_forward": 12}),
+    "dense": ("harmoatt", {"trunk": "dense", "channels": 4, "positions": 6, "blocks": 2, "embed_hidden": 8, "feed_forward": 12}),
     "map": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 5, "blocks": 2, "embed_hidden": 8, "head_hidden": 10}),
-    "no_attention": ("harmoatt", {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 8, "attention": False}),
+    "no_attention": ("harmoatt", {"trunk": "dense", "channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 8,
+                                  "attention": False}),
     "map_no_attention": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8,
                                       "attention": False}),
-    "dense_3answers": ("harmoatt", {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8, "hypotheses": 3}),
+    "dense_3answers": ("harmoatt", {"trunk": "dense", "channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8,
+                                    "hypotheses": 3}),
     "map_3answers": ("harmoatt", {"trunk": "map", "channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 8,
                                   "head_hidden": 12, "hypotheses": 3}),
     "mlp": ("mlp", {"hidden": 24, "layers": 3}),

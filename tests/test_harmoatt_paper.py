@@ -122,3 +122,14 @@ def test_describe_prints_the_attention_share() -> None:
                           capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "of the parameters" in done.stdout and "of the multiply-adds" in done.stdout and "trunk=cycleik" in done.stdout
+
+
+def test_describe_without_a_trunk_describes_the_papers_network(capsys) -> None:  # noqa: ANN001
+    from hik_sim.learning.describe import describe_network
+    from hik_sim.learning.train_cli import main as train_main
+
+    default, paper = describe_network("harmoatt", 6, {}), describe_network("harmoatt", 6, {"trunk": "cycleik"})
+    assert default["options"] == {"trunk": "cycleik"} and default["parameters"] == paper["parameters"] == 147_114
+    assert describe_network("harmoatt", 6, {"trunk": "dense"})["parameters"] == 652_954  # the feature-map trunk, named
+    assert train_main(["--describe", "--robot", "irb120", "--model", "harmoatt"]) == 0
+    assert capsys.readouterr().out.startswith("harmoatt (trunk=cycleik) for 6 joints: 147,114 parameters")

@@ -14,7 +14,8 @@ from hik_sim.learning.losses import CompositeLoss, LossConfig, adaptive_smooth_l
 from hik_sim.learning.models import MODEL_KINDS, build_model, matched_mlp_hidden, mlp_hidden_for, parameter_count
 from hik_sim.kinematics.rotations import quaternion_multiply, rotation_error
 
-TINY = {"mlp": {"hidden": 32, "layers": 2}, "harmoatt": {"channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "feed_forward": 32}}
+TINY = {"mlp": {"hidden": 32, "layers": 2},
+        "harmoatt": {"trunk": "dense", "channels": 4, "positions": 4, "blocks": 2, "embed_hidden": 16, "feed_forward": 32}}
 
 
 def _limits(n: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,7 +46,7 @@ def test_outputs_stay_inside_the_limits_for_any_input(kind: str, hypotheses: int
 
 def test_harmoatt_fusion_weights_sum_to_one_and_temperature_is_bounded() -> None:
     lower, upper = _limits()
-    model = build_model("harmoatt", lower, upper, blocks=3, tau_min=0.5, tau_max=2.0)
+    model = build_model("harmoatt", lower, upper, trunk="dense", blocks=3, tau_min=0.5, tau_max=2.0)
     out = model(torch.randn(100, 7) * 3)
     assert out.fusion_weights.shape == (100, 3, 3)
     assert torch.allclose(out.fusion_weights.sum(-1), torch.ones(100, 3), atol=1e-6)
@@ -68,9 +69,10 @@ def test_parameter_matching_and_bad_options() -> None:
     with pytest.raises(HikError, match="hypotheses must be at least 1"):
         build_model("mlp", lower, upper, hypotheses=0)
     # with several answers the MLP gets them too, and still matches HarmoAtt-IK's size
-    reference = parameter_count(build_model("harmoatt", lower, upper, hypotheses=4))
-    mlp = build_model("mlp", lower, upper, hypotheses=4, hidden=matched_mlp_hidden(6, hypotheses=4))
-    assert abs(parameter_count(mlp) - reference) / reference < 0.01
+    for trunk in ("cycleik", "dense"):
+        reference = parameter_count(build_model("harmoatt", lower, upper, trunk=trunk, hypotheses=4))
+        mlp = build_model("mlp", lower, upper, hypotheses=4, hidden=matched_mlp_hidden(6, trunk=trunk, hypotheses=4))
+        assert abs(parameter_count(mlp) - reference) / reference < 0.01
 
 
 def _random_quaternions(n: int, seed: int) -> torch.Tensor:
@@ -221,20 +223,20 @@ def test_sizes_torch_would_refuse_are_hik_errors() -> None:
     with pytest.raises(HikError, match="hidden >= 1 and layers >= 1, got hidden=-1"):
         build_model("mlp", -torch.ones(6), torch.ones(6), hidden=-1)
     with pytest.raises(HikError, match="bad options for model 'harmoatt'"):  # what torch refuses, named
-        build_model("harmoatt", -torch.ones(6), torch.ones(6), embed_hidden=-4)
+        build_model("harmoatt", -torch.ones(6), torch.ones(6), trunk="dense", embed_hidden=-4)
 
 
 def test_harmoatt_fusion_blocks_carry_the_model_and_the_ablation_removes_only_the_attention() -> None:
     lower, upper = _limits()
     torch.manual_seed(0)
-    model = build_model("harmoatt", lower, upper)
+    model = build_model("harmoatt", lower, upper, trunk="dense")
     share = sum(p.numel() for p in model.blocks.parameters()) / parameter_count(model)
     assert share > 0.9  # the map trunk of hik_sim 0.1 held 2.2 % in its blocks
     legacy = build_model("harmoatt", lower, upper, trunk="map", channels=16, blocks=3)
     assert sum(p.numel() for p in legacy.blocks.parameters()) / parameter_count(legacy) < 0.05
     x = torch.randn(64, 7, generator=torch.Generator().manual_seed(1))
     torch.manual_seed(0)
-    ablated = build_model("harmoatt", lower, upper, attention=False)
+    ablated = build_model("harmoatt", lower, upper, trunk="dense", attention=False)
     assert parameter_count(ablated) == parameter_count(model)  # same modules, only the branches' use differs
     ablated.load_state_dict(model.state_dict())
     before_with, before_without = model(x).q.detach(), ablated(x).q.detach()
@@ -245,10 +247,10 @@ def test_harmoatt_fusion_blocks_carry_the_model_and_the_ablation_removes_only_th
             block.cross_cell[2].add_(-2.0)
     assert not torch.allclose(model(x).q, before_with)
     assert torch.equal(ablated(x).q, before_without)
-    with pytest.raises(HikError, match="trunks are: dense, map"):
+    with pytest.raises(HikError, match="trunks are: cycleik, dense, map"):
         build_model("harmoatt", lower, upper, trunk="conv")
     with pytest.raises(HikError, match="takes feed_forward, not head_hidden"):
-        build_model("harmoatt", lower, upper, head_hidden=64)
+        build_model("harmoatt", lower, upper, trunk="dense", head_hidden=64)
 
 
 def test_a_card_without_a_trunk_is_the_map_trunk_of_hik_sim_0_1() -> None:
@@ -260,5 +262,38 @@ def test_a_card_without_a_trunk_is_the_map_trunk_of_hik_sim_0_1() -> None:
     assert {k: network.card.model_options[k] for k in LEGACY_HARMOATT_OPTIONS} == LEGACY_HARMOATT_OPTIONS
     from hik_sim.learning.train import TrainConfig
 
-    assert dict(TrainConfig(model="harmoatt").model_options)["trunk"] == "dense"  # new runs always say which
+    assert dict(TrainConfig(model="harmoatt").model_options)["trunk"] == "cycleik"  # new runs always say which
     assert "trunk" not in dict(TrainConfig(model="mlp").model_options)
+    recorded = network.card.config  # its run's config, as written then
+    assert "trunk" not in dict(recorded["model_options"])
+    assert dict(TrainConfig.from_json(recorded).model_options)["trunk"] == "map"  # read as its card is: the map trunk
+
+
+def test_the_default_trunk_is_the_papers_and_feature_map_options_must_name_theirs() -> None:
+    import inspect
+
+    from hik_sim.learning.models import FEATURE_MAP_OPTIONS, HarmoAttCycleIK, HarmoAttIK, harmoatt_trunk
+    from hik_sim.learning.train import TrainConfig
+
+    feature_map, paper = (set(inspect.signature(c).parameters) for c in (HarmoAttIK, HarmoAttCycleIK))
+    assert set(FEATURE_MAP_OPTIONS) == feature_map - paper - {"trunk"}  # exactly the options the paper trunk lacks
+
+    lower, upper = _limits(7)
+    model = build_model("harmoatt", lower, upper)
+    assert isinstance(model, HarmoAttCycleIK) and model.positions == 8 and model.attention_after == (2, 4, 6)
+    explicit = build_model("harmoatt", lower, upper, trunk="cycleik")
+    assert parameter_count(model) == parameter_count(explicit) == 147_192  # sized like the shipped recipe's network
+    assert isinstance(build_model("harmoatt", lower, upper, trunk="dense"), HarmoAttIK)
+    assert build_model("harmoatt", lower, upper, trunk="map", channels=16, blocks=3).trunk == "map"
+    config = TrainConfig(model="harmoatt", model_options=(("hypotheses", 2),))
+    assert config.model_options == (("trunk", "cycleik"), ("hypotheses", 2))  # the card records the trunk it holds
+    assert TrainConfig(model="harmoatt", model_options=(("trunk", "dense"), ("channels", 4))).model_options[0] == ("trunk", "dense")
+    assert harmoatt_trunk({"positions": 4, "width": 0.1}) == "cycleik"  # options the paper trunk takes too
+    for options in ({"channels": 4}, {"blocks": 1, "feed_forward": 32}, {"embed_hidden": 8, "head_hidden": 16}):
+        names = ", ".join(options)
+        with pytest.raises(HikError, match=f"options {names} are the feature-map trunks' .* add trunk=dense or trunk=map"):
+            build_model("harmoatt", lower, upper, **options)
+        with pytest.raises(HikError, match=f"options {names} are the feature-map trunks'"):
+            TrainConfig(model="harmoatt", model_options=tuple(options.items()))
+    with pytest.raises(HikError, match="unknown HarmoAtt-IK trunk 'paper'; trunks are: cycleik, dense, map"):
+        TrainConfig(model="harmoatt", model_options=(("trunk", "paper"),))

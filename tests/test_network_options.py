@@ -64,17 +64,25 @@ def test_loaded_canonical_networks_carry_their_parsed_options(robot: str) -> Non
     assert network.canonical_turn and network.behind_turn is network.options.behind_turn
 
 
-def test_a_card_without_a_trunk_loads_the_map_trunk_and_a_constructor_call_the_dense_one() -> None:
+def test_a_card_without_a_trunk_loads_the_map_trunk_and_a_constructor_call_the_papers() -> None:
     card = _card(ROOT / "hik_sim" / "policies" / "pretrained" / "irb120" / "harmoatt_4answers_map.json")
     assert card.model_options["trunk"] == "map" and card.model_options["hypotheses"] == 4
     from hik_sim.learning.data import JointSelection, PoseNormalizer
+    from hik_sim.learning.models import HarmoAttCycleIK
     from hik_sim.learning.network import IKNetwork
 
     chain = Chain(get_robot("irb120"))
     lower, upper = chain.limits(torch.float32)
-    network = IKNetwork("harmoatt", lower, upper, PoseNormalizer(torch.zeros(3), torch.ones(3)), JointSelection.for_chain(chain),
-                        {"channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8})
-    assert isinstance(network.model.trunk_head, torch.nn.GELU)  # dense: the head reads the map itself
+
+    def network(options: dict) -> IKNetwork:
+        return IKNetwork("harmoatt", lower, upper, PoseNormalizer(torch.zeros(3), torch.ones(3)), JointSelection.for_chain(chain),
+                         options)
+
+    assert isinstance(network({"width": 0.02}).model, HarmoAttCycleIK)
+    dense = network({"trunk": "dense", "channels": 4, "positions": 4, "blocks": 1, "embed_hidden": 8})
+    assert isinstance(dense.model.trunk_head, torch.nn.GELU)  # dense: the head reads the map itself
+    with pytest.raises(HikError, match="options channels, blocks are the feature-map trunks'"):
+        network({"channels": 4, "blocks": 1})
 
 
 def test_the_canonical_recipe_is_the_three_options_together() -> None:

@@ -23,8 +23,8 @@ from hik_sim.errors import HikError, TrainingError
 from hik_sim.learning.fast_network import FastIKNetwork, numba_available
 from hik_sim.kinematics.chain import Chain
 from hik_sim.learning.losses import CycleIKLoss, RegressionLoss, cycleik_orientation_loss, cycleik_position_loss
-from hik_sim.learning.models import (CYCLEIK_PROFILES, CycleIKGenerator, RegressionIK, build_model, matched_cycleik_width,
-                            parameter_count, size_options)
+from hik_sim.learning.models import (CYCLEIK_PROFILES, MATCHED_REFERENCE, CycleIKGenerator, RegressionIK, build_model,
+                            matched_cycleik_width, parameter_count, size_options)
 from hik_sim.learning.models.cycleik import cycleik_layers, cycleik_parameters
 from hik_sim.learning.network import IKNetwork
 from hik_sim.robots import get_robot, robot_names
@@ -51,7 +51,7 @@ def _limits(m: int) -> tuple[torch.Tensor, torch.Tensor]:
 @pytest.mark.parametrize("joints", [5, 6, 7, 10])
 def test_default_size_matches_harmoatt_within_one_percent(kind: str, joints: int) -> None:
     lower, upper = _limits(joints)
-    reference = parameter_count(build_model("harmoatt", lower, upper))
+    reference = parameter_count(build_model("harmoatt", lower, upper, **MATCHED_REFERENCE))  # the dense trunk's default
     count = parameter_count(build_model(kind, lower, upper))
     assert abs(count / reference - 1) < 0.01, (kind, joints, count, reference)
     explicit = build_model(kind, lower, upper, **size_options(kind, joints))  # what a card records builds the same size
@@ -67,7 +67,7 @@ def test_cycleik_keeps_the_published_depth_and_width_profile() -> None:
     assert isinstance(model, CycleIKGenerator) and len(model.layers) == 7
     ratios = np.asarray(model.layers) / np.asarray(published)
     assert np.allclose(ratios, model.width, rtol=0.01)  # one scale for every layer: the same profile
-    assert model.width == pytest.approx(matched_cycleik_width(7))
+    assert model.width == pytest.approx(matched_cycleik_width(7, trunk="dense"))
     modules = list(model.trunk)
     assert [type(m).__name__ for m in modules] == ["Linear", "GELU"] * 7
     assert model.head.hypotheses == 1
@@ -241,7 +241,7 @@ def test_cli_trains_and_the_checkpoint_round_trips(tmp_path: Path, kind: str, ex
     robot = get_robot("irb120")
     outputs = robot.dof - len(extra) // 2
     assert card_json["model_options"] == size_options(kind, outputs)  # the size chosen by default is on the card
-    reference = parameter_count(build_model("harmoatt", *_limits(outputs)))
+    reference = parameter_count(build_model("harmoatt", *_limits(outputs), **MATCHED_REFERENCE))
     assert abs(card_json["parameters"] / reference - 1) < 0.01
     assert config["lr"] == pytest.approx(2.4e-4 if kind == "cycleik" else 1e-3)
     card = Card.from_json(card_json)
@@ -331,6 +331,12 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     assert four == {**dict(script.CLOSED_LOOP_RECIPE), **dict(script.CLOSED_LOOP_EXTRAS["g1"]), "hypotheses": 4}
     assert four["canonical_turn"] is True and four["turn_input"] is True  # the G1's options
     assert "canonical_turn" not in dict(script.model_options("harmoatt", "g1", (), 1, "harmoatt"))
+    from hik_sim.policies import load_pretrained
+
+    for robot in ("g1", "panda"):  # the one-answer pair: the dense trunk at its default size, as its cards record
+        for name in ("harmoatt", "mlp"):
+            card = load_pretrained(robot, name).card
+            assert dict(script.model_options(name, robot, (), 1, name)) == card.model_options == dict(card.config["model_options"])
     import argparse  # the iCub's closed-loop network trains with the limit pull, nothing else does
 
     args = argparse.Namespace(lr=3e-3, cycleik_lr=1e-4, batch=256, seed=0, device="cpu", compile=False)
@@ -343,8 +349,6 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     assert script.main(argv) == 0
     network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.safetensors", get_robot("g1"))
     assert network.canonical_turn and network.hypotheses == 4 and 140_000 < card.parameters < 155_000
-    from hik_sim.policies import load_pretrained
-
     shipped = load_pretrained("panda", "harmoatt_4answers").card
     assert {k: shipped.model_options[k] for k in dict(script.CLOSED_LOOP_RECIPE)} == dict(script.CLOSED_LOOP_RECIPE)
     for robot in robot_names():  # every shipped network of the recipe: the script's options are its card's

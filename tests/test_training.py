@@ -23,7 +23,7 @@ from hik_sim.learning.train_cli import main as train_main
 
 TINY = {
     "mlp": (("hidden", 64), ("layers", 2)),
-    "harmoatt": (("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("feed_forward", 32)),
+    "harmoatt": (("trunk", "dense"), ("channels", 4), ("positions", 4), ("blocks", 1), ("embed_hidden", 16), ("feed_forward", 32)),
 }
 
 

@@ -22,20 +22,24 @@ def describe_network(kind: str, joints: int, options: dict[str, Any] | None = No
 
     Returns:
         ``{"model", "joints", "options", "parameters", "attention_branch_parameters", "weight_generation_parameters",
-        "attention_parameter_share", "forward_macs", "attention_macs", "attention_mac_share"}``.
+        "attention_parameter_share", "forward_macs", "attention_macs", "attention_mac_share"}``; ``options`` as given,
+        with a ``harmoatt`` network's ``trunk`` first (the default, ``cycleik``, where they name none).
 
     Raises:
         HikError: an unknown kind or option.
     """
     import torch
 
-    from hik_sim.learning.models import attention_share, build_model, size_options
+    from hik_sim.learning.models import attention_share, build_model, harmoatt_trunk, size_options
     from hik_sim.learning.network_options import NetworkOptions
 
     _, model_options = NetworkOptions.parse(options, kind)  # the wrapper's options out, the input width turn_input implies in
+    shown = dict(options or {})
+    if kind == "harmoatt":  # say which trunk, also where it is the default
+        shown = {"trunk": harmoatt_trunk(model_options), **shown}
     model_options = size_options(kind, joints, model_options)
     model = build_model(kind, -torch.ones(joints), torch.ones(joints), **model_options)
-    return {"model": kind, "joints": joints, "options": dict(options or {}), **attention_share(model)}
+    return {"model": kind, "joints": joints, "options": shown, **attention_share(model)}
 
 
 def describe_text(row: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ Examples::
     python -m hik_sim.train --robot irb120 --model mlp --minutes 15 --fix-joint joint_6=0
     python -m hik_sim.train --urdf arm.urdf --base base_link --ee tool0 --model harmoatt --steps 5000
     python -m hik_sim.train --robot irb120 --model harmoatt --model-option hypotheses=4 --steps 5000
+    python -m hik_sim.train --robot irb120 --model harmoatt --model-option trunk=dense --steps 5000
     python -m hik_sim.train --robot panda --model cycleik --steps 5000
     python -m hik_sim.train --robot irb120 --model regression --fix-joint joint_6=0 --steps 5000
 """
@@ -72,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_robot_arguments(parser)
     defaults = _defaults()
     parser.add_argument("--model", default=defaults.model, metavar="KIND",
-                        help="network: harmoatt (default), mlp, cycleik or regression (hik_sim.learning.models.MODEL_KINDS)")
+                        help="network: harmoatt (default; the paper's trunk, or --model-option trunk=dense / trunk=map), mlp, "
+                             "cycleik or regression (hik_sim.learning.models.MODEL_KINDS)")
     parser.add_argument("--describe", action="store_true",
                         help="print the network's size and the attention's share of its parameters and multiply-adds, "
                              "then stop (nothing is trained)")
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                         type=lambda t: _key_value(t, "--fix-joint"), help="hold a chain joint at VALUE [rad]; repeatable")
     parser.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                         type=lambda t: _key_value(t, "--model-option"),
-                        help="model constructor argument, e.g. hidden=512 (mlp) or channels=16 (harmoatt); repeatable")
+                        help="model constructor argument, e.g. hidden=512 (mlp) or trunk=dense (harmoatt); repeatable")
     parser.add_argument("--no-adaptive-beta", action="store_true", help="plain Smooth-L1 on position (ablation)")
     parser.add_argument("--no-sign-invariant", action="store_true", help="plain quaternion loss (ablation)")
     parser.add_argument("--entropy-weight", type=float, default=None,

@@ -84,7 +84,9 @@ class TrainConfig:
         seed: seed of the weights' initialisation and of the training batches.
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
         fixed_joints: joints held at fixed values; the network outputs the others.
-        model_options: the model's constructor arguments.
+        model_options: the model's constructor arguments; a ``harmoatt`` config without ``trunk`` gets the
+            default trunk, ``cycleik`` (:func:`~hik_sim.learning.models.harmoatt_trunk`: refused with the feature-map
+            trunks' size options, which need ``trunk=dense`` or ``trunk=map``), so that its card says which it holds.
         loss: the composite loss's switches.
         eval_size: validation targets.
         eval_seed: seed of the validation set.
@@ -146,7 +148,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         from hik_sim.learning.data import SAMPLINGS
-        from hik_sim.learning.models import MODEL_KINDS
+        from hik_sim.learning.models import MODEL_KINDS, harmoatt_trunk
 
         if self.model not in MODEL_KINDS:
             raise TrainingError(f"unknown model {self.model!r}; models are: {', '.join(MODEL_KINDS)}")
@@ -192,8 +194,10 @@ class TrainConfig:
         _check_model_option_sizes(dict(self.model_options))
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
             raise TrainingError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
-        if self.model == "harmoatt" and "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
-            object.__setattr__(self, "model_options", (("trunk", "dense"), *self.model_options))
+        if self.model == "harmoatt":  # refuses an unknown trunk, and a feature-map trunk's options without a trunk
+            trunk = harmoatt_trunk(dict(self.model_options))
+            if "trunk" not in dict(self.model_options):  # a card must say which trunk it holds
+                object.__setattr__(self, "model_options", (("trunk", trunk), *self.model_options))
         if self.schedule not in SCHEDULES:
             raise TrainingError(f"unknown schedule {self.schedule!r}; schedules are: {', '.join(SCHEDULES)}")
         if self.sampling not in SAMPLINGS:
@@ -209,13 +213,18 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "TrainConfig":
-        """The config of a dict written by :meth:`to_json`."""
+        """The config of a dict written by :meth:`to_json`; a ``harmoatt`` config without ``trunk`` was written by
+        hik_sim 0.1 and holds the ``map`` trunk (:data:`~hik_sim.learning.card.LEGACY_HARMOATT_OPTIONS`, as its card)."""
         data = dict(data)
+        from hik_sim.learning.card import LEGACY_HARMOATT_OPTIONS
         from hik_sim.learning.losses import LossConfig
 
         data["loss"] = LossConfig(**data.get("loss", {}))
         data["fixed_joints"] = tuple((str(k), float(v)) for k, v in data.get("fixed_joints", ()))
-        data["model_options"] = tuple((str(k), v) for k, v in data.get("model_options", ()))
+        options = {str(k): v for k, v in data.get("model_options", ())}
+        if data.get("model", "harmoatt") == "harmoatt" and "trunk" not in options:
+            options = {**LEGACY_HARMOATT_OPTIONS, **options}
+        data["model_options"] = tuple(options.items())
         return cls(**data)
 
 

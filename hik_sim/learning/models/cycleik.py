@@ -126,7 +126,8 @@ class CycleIKGenerator(nn.Module):
         lower: (m,) lower limits of the output joints.
         upper: (m,) upper limits.
         width: scale of the profile's hidden widths (1 = published); default: the scale that matches
-            the default HarmoAtt-IK's parameter count for m joints.
+            the parameter count of :data:`~hik_sim.learning.models.MATCHED_REFERENCE` (HarmoAtt-IK's dense trunk)
+            for m joints.
         layers: explicit hidden widths (instead of ``profile`` × ``width``).
         profile: whose published widths: ``panda`` (default), ``nicol``, ``valkyrie``.
         in_features: input width (7).
@@ -147,9 +148,10 @@ class CycleIKGenerator(nn.Module):
             raise ModelError("give CycleIK either width (a scale of the profile) or layers (explicit widths), not both")
         if layers is None:
             if width is None:
-                from hik_sim.learning.models import matched_cycleik_width
+                from hik_sim.learning.models import MATCHED_REFERENCE, matched_cycleik_width
 
-                width = matched_cycleik_width(lower.numel(), profile, **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
+                width = matched_cycleik_width(lower.numel(), profile, **MATCHED_REFERENCE,
+                                              **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
             layers = cycleik_layers(width, profile)
         layers = tuple(layers)
         if not layers or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in layers):

@@ -31,7 +31,7 @@ choice and its reason:
    and the same tanh head as the baseline maps onto the joint limits (limits hold by construction).
    Two trunks (``trunk``):
 
-   - ``dense`` (the default since hik_sim 0.2): the feed-forward layer mixes the whole flattened
+   - ``dense`` (this class's default; the shipped networks' trunk): the feed-forward layer mixes the whole flattened
      map (L·C → F → L·C), so the fusion blocks hold almost all of the network's capacity (about
      92 % of the parameters at the defaults) and the head is a single linear layer. The attention
      then re-weights the features that carry the model, instead of a thin stem in front of a

@@ -54,8 +54,9 @@ class RegressionIK(MLPIK):
     Args:
         lower: (m,) lower limits of the output joints.
         upper: (m,) upper limits.
-        hidden: width of each hidden layer; default: the width that matches the default
-            HarmoAtt-IK's parameter count for m joints (:func:`~hik_sim.learning.models.matched_mlp_hidden`).
+        hidden: width of each hidden layer; default: the width that matches the parameter count of
+            :data:`~hik_sim.learning.models.MATCHED_REFERENCE` (HarmoAtt-IK's dense trunk) for m joints
+            (:func:`~hik_sim.learning.models.matched_mlp_hidden`).
         layers: number of hidden layers (4).
         in_features: input width (7).
         hypotheses: answers per pose (beyond the paper, for the composite objective only; the
@@ -68,9 +69,10 @@ class RegressionIK(MLPIK):
     def __init__(self, lower: torch.Tensor, upper: torch.Tensor, hidden: int | None = None, layers: int = 4,
                  in_features: int = 7, hypotheses: int = 1) -> None:
         if hidden is None:
-            from hik_sim.learning.models import matched_mlp_hidden
+            from hik_sim.learning.models import MATCHED_REFERENCE, matched_mlp_hidden
 
-            hidden = matched_mlp_hidden(lower.numel(), layers, **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
+            hidden = matched_mlp_hidden(lower.numel(), layers, **MATCHED_REFERENCE,
+                                        **({"hypotheses": hypotheses} if hypotheses != 1 else {}))
         super().__init__(lower, upper, hidden=hidden, layers=layers, in_features=in_features, hypotheses=hypotheses)
 
 
