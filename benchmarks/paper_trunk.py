@@ -75,6 +75,22 @@ def measure(robot_name: str, targets: int, runs: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def summary(rows: list[dict[str, Any]]) -> str:
+    """One line a robot, for the docs (a test holds docs/paper_models.md to it): the paper trunk's and the shipped
+    network's validation pos [mm] / rot [°] / success, and what validation says.
+
+    Args:
+        rows: the record's rows, the shipped network's row before its paper-trunk run's, robot by robot.
+    """
+    lines = []
+    for shipped, candidate in zip(rows[0::2], rows[1::2]):
+        v, w = candidate["validation"], shipped["validation"]
+        lines.append(f"- {shipped['robot']}: paper trunk {v['pos_mean_mm']:.2f} mm / {v['rot_mean_deg']:.2f}° / "
+                     f"{100 * v['success_5mm_2deg']:.1f} %, `dense` {w['pos_mean_mm']:.2f} mm / {w['rot_mean_deg']:.2f}° / "
+                     f"{100 * w['success_5mm_2deg']:.1f} % on validation (its best at step {candidate['steps']:,}): {candidate['decision']}")
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table: validation (decides) and test (reports) beside each other."""
     cells = []
@@ -85,7 +101,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                       f"{t['pos_mean_mm']:.2f} / {t['rot_mean_deg']:.2f} / {100 * t['success_5mm_2deg']:.1f} %",
                       row.get("decision", "")])
     return harness.markdown_table(["robot", "network", "params", "steps", "of its steps", "validation: pos [mm] / rot [°] / 5 mm & 2°",
-                                   "test: pos [mm] / rot [°] / 5 mm & 2°", "validation says"], cells, "llrrrlll") + "\n"
+                                   "test: pos [mm] / rot [°] / 5 mm & 2°", "validation says"], cells, "llrrrlll") + "\n\n" + summary(rows) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

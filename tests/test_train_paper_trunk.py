@@ -60,3 +60,30 @@ def test_the_comparison_decides_on_validation_and_only_for_a_finished_run() -> N
     assert compare.decision(shipped, better) == "ship the paper trunk"
     assert compare.decision(shipped, worse) == "keep dense"  # 2.5/5 + 0.9/2 > 2.0/5 + 1.0/2, whatever the success
     assert compare.decision(shipped, {**better, "done": 0.4}) == "not finished (40 % of its steps)"
+
+
+def test_the_docs_quote_the_comparisons_record() -> None:
+    spec = importlib.util.spec_from_file_location("paper_trunk", ROOT / "benchmarks" / "paper_trunk.py")
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    rows = json.loads((ROOT / "benchmarks" / "results" / "paper_trunk" / "paper_trunk.json").read_text())["rows"]
+    assert [row["network"] for row in rows[:2]] == ["shipped (dense)", "paper trunk (cycleik)"] and len(rows) % 2 == 0
+    lines = compare.summary(rows).splitlines()
+    assert len(lines) == len(rows) // 2
+    docs = (ROOT / "docs" / "paper_models.md").read_text(encoding="utf-8")
+    for line in lines:
+        assert line in docs, line
+
+
+def test_the_docs_quote_jvrc1s_divergence_from_its_curve_and_card() -> None:
+    import csv
+
+    run = ROOT / "benchmarks" / "results" / "paper_trunk" / "runs" / "jvrc1"
+    curve = {int(row["step"]): row for row in csv.DictReader((run / "harmoatt_4answers.curve.csv").open())}
+    final = json.loads((run / "harmoatt_4answers.json").read_text())["metrics"]
+    docs = (ROOT / "docs" / "paper_models.md").read_text(encoding="utf-8")
+    quoted = (f"training loss rose from {float(curve[84000]['loss']):.2f} to {float(curve[88000]['loss']):.2f} and its "
+              f"validation mean error from {float(curve[84000]['pos_mean_mm']):.2f} to {float(curve[88000]['pos_mean_mm']):.2f} mm")
+    assert quoted in " ".join(docs.split())
+    assert f"({final['pos_mean_mm']:.2f} mm mean, {final['pos_median_mm']:.2f} mm median)" in docs
