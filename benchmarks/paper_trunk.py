@@ -1,11 +1,12 @@
-"""The paper's trunk against the shipped ``dense`` trunk at the shipped budget: which four-answer HarmoAtt-IK ships.
+"""The paper's trunk against the ``dense`` trunk at the shipped budget: which four-answer HarmoAtt-IK ships.
 
-For every robot with a run of ``scripts/train_paper_trunk.py`` (``benchmarks/results/paper_trunk/runs/<robot>/``): the shipped
-``harmoatt_4answers`` (``dense`` trunk) and the run's best validation checkpoint (``trunk=cycleik``, the shipped
-recipe, the shipped network's time as steps), each on
+For every robot with a run of ``scripts/train_paper_trunk.py`` (``benchmarks/results/paper_trunk/runs/<robot>/``): the
+``dense`` ``harmoatt_4answers`` as it shipped before the comparison (``benchmarks/results/paper_trunk/dense/<robot>/``)
+and the run's best validation checkpoint (``trunk=cycleik``, the same recipe, the ``dense`` network's time as steps),
+each on
 
 - the **validation** set its trainer watched (its card: seed 12345, 2,000 targets), which decides: the paper's trunk
-  replaces the shipped network where its run is finished and its validation score (mean position error / 5 mm + mean
+  replaces the ``dense`` network where its run is finished and its validation score (mean position error / 5 mm + mean
   rotation error / 2°) is lower;
 - the **test** targets (seed 2024, ``--targets``), which report and never decide.
 
@@ -28,43 +29,44 @@ import harness  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "benchmarks" / "results" / "paper_trunk" / "runs"
+DENSE = ROOT / "benchmarks" / "results" / "paper_trunk" / "dense"
+"""The reference: each robot's ``dense`` network as it shipped before the comparison (``scripts/train_paper_trunk.py``)."""
 NAME = "harmoatt_4answers"
 
 
-def decision(shipped: dict[str, Any], candidate: dict[str, Any]) -> str:
+def decision(dense: dict[str, Any], candidate: dict[str, Any]) -> str:
     """What the validation figures say: ``ship the paper trunk``, ``keep dense``, or why neither yet.
 
     Args:
-        shipped: the shipped network's row (``validation``: its card's metrics).
+        dense: the ``dense`` network's row (``validation``: its card's metrics).
         candidate: the paper trunk's row (``validation``, ``done``: the share of its steps trained).
     """
     from hik_sim.learning.train_options import validation_score
 
     if candidate["done"] < 1.0:
         return f"not finished ({100 * candidate['done']:.0f} % of its steps)"
-    better = validation_score(candidate["validation"]) < validation_score(shipped["validation"])
+    better = validation_score(candidate["validation"]) < validation_score(dense["validation"])
     return "ship the paper trunk" if better else "keep dense"
 
 
 def measure(robot_name: str, targets: int, runs: Path) -> list[dict[str, Any]]:
-    """The shipped network's and the paper-trunk run's rows for one robot (validation from the cards, test measured)."""
+    """The ``dense`` network's and the paper-trunk run's rows for one robot (validation from the cards, test measured)."""
     from hik_sim.evaluation.experiments import TEST_SEED
     from hik_sim.evaluation.metrics import evaluate_network
     from hik_sim.kinematics.chain import Chain
     from hik_sim.learning.checkpoint import load_checkpoint, read_checkpoint
     from hik_sim.learning.data import make_eval_set
     from hik_sim.learning.train_options import best_path
-    from hik_sim.policies import load_pretrained
     from hik_sim.robots import get_robot
 
     chain = Chain(get_robot(robot_name))
     run = runs / robot_name / f"{NAME}.safetensors"
     goal = int(read_checkpoint(run)["card"]["config"]["steps"])
     trained = int(read_checkpoint(run)["card"]["steps"])
-    candidate, candidate_card = load_checkpoint(best_path(run))
-    shipped = load_pretrained(robot_name, NAME)
+    candidate, candidate_card = load_checkpoint(best_path(run), robot=get_robot(robot_name))
+    dense, dense_card = load_checkpoint(DENSE / robot_name / f"{NAME}.safetensors", robot=get_robot(robot_name))
     rows = []
-    for label, network, card, done in (("shipped (dense)", shipped, shipped.card, 1.0),
+    for label, network, card, done in (("dense", dense, dense_card, 1.0),
                                        ("paper trunk (cycleik)", candidate, candidate_card, trained / goal)):
         test = evaluate_network(network, chain, make_eval_set(chain, TEST_SEED, targets, network.selection))
         rows.append({"robot": robot_name, "network": label, "trunk": card.model_options.get("trunk", ""),
@@ -76,16 +78,16 @@ def measure(robot_name: str, targets: int, runs: Path) -> list[dict[str, Any]]:
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
-    """One line a robot, for the docs (a test holds docs/paper_models.md to it): the paper trunk's and the shipped
+    """One line a robot, for the docs (a test holds docs/paper_models.md to it): the paper trunk's and the ``dense``
     network's validation pos [mm] / rot [°] / success, and what validation says.
 
     Args:
-        rows: the record's rows, the shipped network's row before its paper-trunk run's, robot by robot.
+        rows: the record's rows, the ``dense`` network's row before its paper-trunk run's, robot by robot.
     """
     lines = []
-    for shipped, candidate in zip(rows[0::2], rows[1::2]):
-        v, w = candidate["validation"], shipped["validation"]
-        lines.append(f"- {shipped['robot']}: paper trunk {v['pos_mean_mm']:.2f} mm / {v['rot_mean_deg']:.2f}° / "
+    for dense, candidate in zip(rows[0::2], rows[1::2]):
+        v, w = candidate["validation"], dense["validation"]
+        lines.append(f"- {dense['robot']}: paper trunk {v['pos_mean_mm']:.2f} mm / {v['rot_mean_deg']:.2f}° / "
                      f"{100 * v['success_5mm_2deg']:.1f} %, `dense` {w['pos_mean_mm']:.2f} mm / {w['rot_mean_deg']:.2f}° / "
                      f"{100 * w['success_5mm_2deg']:.1f} % on validation (its best at step {candidate['steps']:,}): {candidate['decision']}")
     return "\n".join(lines)

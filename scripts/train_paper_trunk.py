@@ -1,18 +1,19 @@
-"""Train every robot's four-answer HarmoAtt-IK with the paper's trunk (``trunk=cycleik``) at the shipped recipe and the
-shipped network's training time, the candidates to replace the shipped ``dense``-trunk networks.
+"""Train every robot's four-answer HarmoAtt-IK with the paper's trunk (``trunk=cycleik``) at the recipe and training time
+of its ``dense``-trunk network: the candidates that replace the ``dense`` networks where they win.
 
 The attention study (``benchmarks/attention_ablation.py``, docs/paper_models.md) ranks the paper's trunk ahead of the
-shipped ``dense`` trunk at 3 minutes a run; these runs ask the same question at the shipped budget, one seed a robot,
-and give the networks that would ship if the answer holds.
+``dense`` trunk at 3 minutes a run; these runs ask the same question at the shipped budget, one seed a robot.
+``benchmarks/paper_trunk.py`` decides on validation which of the two ships.
 
-- **Recipe:** the shipped ``harmoatt_4answers``'s (``scripts/train_pretrained.py``: ``CLOSED_LOOP_RECIPE``'s canonical
-  turn, the robot's ``CLOSED_LOOP_EXTRAS`` and ``CLOSED_LOOP_LOSS``, batch 256, AdamW 3e-3, cosine schedule, the best
-  validation kept), with ``trunk=cycleik`` sized to the shipped network's weights
-  (:func:`~hik_sim.learning.models.harmoatt_cycleik.paper_width_for`) in place of the dense trunk's size options.
-- **Budget, equal time without a quiet machine:** the steps the shipped network trained over its lineage, times the
-  ratio of the two trunks' step rates on one thread (the study's ``calibration.json``; robots it lacks are measured
-  first with ``attention_ablation.py --calibrate``). The load of other work then changes a run's wall time, not
-  its budget.
+- **Reference:** each robot's ``dense`` ``harmoatt_4answers`` as it shipped before the comparison, kept with its card
+  under ``benchmarks/results/paper_trunk/dense/<robot>/`` (:data:`DENSE`).
+- **Recipe:** the reference's (``scripts/train_pretrained.py``: ``CLOSED_LOOP_RECIPE``'s canonical turn, the robot's
+  ``CLOSED_LOOP_EXTRAS`` and ``CLOSED_LOOP_LOSS``, batch 256, AdamW 3e-3, cosine schedule, the best validation kept),
+  with ``trunk=cycleik`` sized to the reference's weights (:func:`~hik_sim.learning.models.harmoatt_cycleik.paper_width_for`)
+  in place of the dense trunk's size options.
+- **Budget, equal time without a quiet machine:** the steps the reference trained over its lineage, times the ratio of
+  the two trunks' step rates on one thread (the study's ``calibration.json``; robots it lacks are measured first with
+  ``attention_ablation.py --calibrate``). The load of other work then changes a run's wall time, not its budget.
 - **Checkpoints** every 5 minutes under ``--out`` (default ``benchmarks/results/paper_trunk/runs/<robot>/``, committed
   with the record: about 2.5 MB a robot); a run found there resumes, a finished one is skipped, so the runs can span
   several sittings and machines (``--stop-after``; SIGTERM saves a resumable checkpoint).
@@ -23,7 +24,7 @@ Usage::
     python scripts/train_paper_trunk.py --robots talos romeo --dry-run     # print the commands only
 
 Each run writes ``<out>/<robot>/harmoatt_4answers.safetensors`` and its best validation ``….best.safetensors``; the
-validation set is the trainer's default (seed 12345, 2,000 targets), the shipped cards'. Ship one with
+validation set is the trainer's default (seed 12345, 2,000 targets), the cards'. Ship one with
 ``python scripts/train_pretrained.py --robots ROBOT --only harmoatt_4answers --ship <best checkpoint>``.
 """
 
@@ -46,15 +47,18 @@ from hik_sim.learning.card import Card  # noqa: E402
 from hik_sim.learning.checkpoint import read_checkpoint  # noqa: E402
 from hik_sim.learning.models.harmoatt_cycleik import paper_width_for  # noqa: E402
 from hik_sim.learning.train_options import best_path  # noqa: E402
-from hik_sim.policies import PRETRAINED_DIR  # noqa: E402
 from hik_sim.robots import robot_names  # noqa: E402
 
 CALIBRATION = ROOT / "benchmarks" / "results" / "attention_ablation" / "calibration.json"
 RUNS = ROOT / "benchmarks" / "results" / "paper_trunk" / "runs"
 """Where the runs live: in the repository, so that runs spanning several sittings survive a fresh checkout."""
+DENSE = ROOT / "benchmarks" / "results" / "paper_trunk" / "dense"
+"""The ``dense``-trunk ``harmoatt_4answers`` of every robot as it shipped before this comparison (weights and card): the
+fixed reference of each run's recipe and budget, and of ``benchmarks/paper_trunk.py``, also once a paper-trunk
+network ships in its place."""
 NAME = "harmoatt_4answers"
 DENSE_ONLY = ("trunk", "channels", "positions", "feed_forward", "embed_hidden")
-"""Options of the shipped recipe that size the dense trunk and do not apply to the paper's."""
+"""Options of the reference's recipe that size the dense trunk and do not apply to the paper's."""
 
 
 def rates(robots: list[str]) -> dict[str, dict[str, float]]:
@@ -70,8 +74,8 @@ def rates(robots: list[str]) -> dict[str, dict[str, float]]:
 
 
 def budget(robot: str, rate: dict[str, float]) -> tuple[Card, int]:
-    """The shipped network's card and the paper trunk's steps in the time the shipped network trained."""
-    card = Card.from_json(json.loads((PRETRAINED_DIR / robot / f"{NAME}.json").read_text()))
+    """The ``dense`` network's card (:data:`DENSE`) and the paper trunk's steps in the time the ``dense`` network trained."""
+    card = Card.from_json(json.loads((DENSE / robot / f"{NAME}.json").read_text()))
     return card, round(card.total_steps * rate["harmoatt"] / rate["harmoatt_dense"])
 
 
