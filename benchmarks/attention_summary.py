@@ -81,11 +81,11 @@ def _pm(figure: tuple[float, float], digits: int) -> str:
 def headline(rows: list[dict[str, Any]]) -> list[str]:
     """The study's result as the README and docs state it, one line per comparison (control − ``harmoatt``, paired by
     robot and seed, mean ± 95 % t-interval): the attention removed, CycleIK as published and with our recipe, the MLP,
-    the shipped ``dense`` trunk, the maximising-entropy loss; then how often the fusion picks one branch. A test checks that the docs hold these lines verbatim."""
+    the ``dense`` trunk, the maximising-entropy loss; then how often the fusion picks one branch. A test checks that the docs hold these lines verbatim."""
     differences = paired_differences(rows)
     names = {"harmoatt_no_attention": "without the attention (same network)", "cycleik": "CycleIK as published",
              "cycleik_our_recipe": "CycleIK with our recipe", "mlp": "the parameter-matched MLP",
-             "harmoatt_dense": "the shipped `dense` trunk", "harmoatt_max_entropy": "maximising entropy (λ < 0)"}
+             "harmoatt_dense": "the `dense` trunk", "harmoatt_max_entropy": "maximising entropy (λ < 0)"}
     lines = []
     for arm, words in names.items():
         if arm in differences:

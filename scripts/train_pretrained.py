@@ -86,7 +86,9 @@ CLOSED_LOOP_RECIPE = (("trunk", "dense"), ("channels", 16), ("positions", 8), ("
 """``harmoatt_<H>answers``: a HarmoAtt-IK (``dense`` trunk) of ~148 k weights (~26 µs a pose) that takes the first joint's turn
 out of its input (``canonical_turn``, docs/networks.md); not parameter-matched and not paired: it trains its
 own ``--minutes``. The shipped ones: ``python -m hik_sim.train`` with these options, ``--batch 256 --lr 3e-3
---keep-best`` and one budget for every robot (docs/networks.md, "The recipe of harmoatt_4answers"), then ``--ship``."""
+--keep-best`` and one budget for every robot (docs/networks.md, "The recipe of harmoatt_4answers"), then ``--ship``.
+Where the paper's trunk won at that budget (``benchmarks/paper_trunk.py``), the shipped network is this recipe with
+``trunk=cycleik`` from ``scripts/train_paper_trunk.py``, shipped the same way."""
 CLOSED_LOOP_EXTRAS: dict[str, tuple[tuple[str, Any], ...]] = {
     "talos": (("clamp_in_training", True), ("turn_input", True)),
     "romeo": (("clamp_in_training", True), ("turn_input", True)),

@@ -349,11 +349,11 @@ def test_train_pretrained_trains_the_closed_loop_network_with_the_shipped_recipe
     assert script.main(argv) == 0
     network, card = load_checkpoint(out / "g1" / "harmoatt_4answers.safetensors", get_robot("g1"))
     assert network.canonical_turn and network.hypotheses == 4 and 140_000 < card.parameters < 155_000
-    shipped = load_pretrained("panda", "harmoatt_4answers").card
+    shipped = load_pretrained("jvrc1", "harmoatt_4answers").card  # a robot that ships the dense trunk
     assert {k: shipped.model_options[k] for k in dict(script.CLOSED_LOOP_RECIPE)} == dict(script.CLOSED_LOOP_RECIPE)
-    for robot in robot_names():  # every shipped network of the recipe: the script's options are its card's
-        card = load_pretrained(robot, "harmoatt_4answers").card
-        if card.model_options.get("canonical_turn"):
+    for robot in robot_names():  # every shipped dense network of the recipe: the script's options are its card's
+        card = load_pretrained(robot, "harmoatt_4answers").card  # (a paper-trunk one: tests/test_train_paper_trunk.py)
+        if card.model_options.get("canonical_turn") and card.model_options.get("trunk") == "dense":
             want = dict(script.model_options("harmoatt", robot, (), 4, "harmoatt_4answers"))
             assert {k: card.model_options.get(k, False) for k in want} == want, robot
             loss = dict(script.CLOSED_LOOP_LOSS.get(robot, ()))  # and the loss options it trained with

@@ -119,7 +119,7 @@ def test_the_default_controllers_are_harmoatt_ik_and_the_mlp_seed_stays_availabl
     """The single-target hybrid (the controllers', the evaluator's and the viewer's ``hybrid``) and the batched one are
     seeded by the robot's HarmoAtt-IK network; ``network="mlp_seed"`` gives the small MLP seed instead; the network saves
     the LM evaluations from home and random restarts."""
-    from hik_sim.learning.models import HarmoAttIK
+    from hik_sim.learning.models import HarmoAttCycleIK, HarmoAttIK
     from hik_sim.policies import IKController, hybrid_seed_name, single_target_seed_name
     from hik_sim.solvers.single_target_ik import SingleTargetIK
     from hik_sim.solvers.registry import make_solver
@@ -127,11 +127,12 @@ def test_the_default_controllers_are_harmoatt_ik_and_the_mlp_seed_stays_availabl
     assert single_target_seed_name(robot) == hybrid_seed_name(robot) == "harmoatt_4answers"
     assert single_target_seed_name("a_robot_without_one") == hybrid_seed_name("a_robot_without_one") == "harmoatt"
     chain = Chain(robot_by_id(robot))
+    harmoatt = (HarmoAttCycleIK, HarmoAttIK)  # the paper's trunk or the dense one, whichever the robot ships
     single = make_solver("hybrid", robot)
-    assert isinstance(single, SingleTargetIK) and isinstance(single.network.model, HarmoAttIK)
+    assert isinstance(single, SingleTargetIK) and isinstance(single.network.model, harmoatt)
     assert single.network.card.model_options == load_pretrained(robot, "harmoatt_4answers").card.model_options
-    assert isinstance(make_solver("hybrid", robot, batched=True).network.model, HarmoAttIK)
-    assert isinstance(IKController.pretrained(robot, "hybrid").solver.network.model, HarmoAttIK)
+    assert isinstance(make_solver("hybrid", robot, batched=True).network.model, harmoatt)
+    assert isinstance(IKController.pretrained(robot, "hybrid").solver.network.model, harmoatt)
     small = make_solver("hybrid", robot, network="mlp_seed")
     assert isinstance(small, SingleTargetIK) and small.network.card.parameters < 50_000
     if robot != "irb120":
@@ -163,7 +164,7 @@ def test_every_four_answer_network_is_true_to_its_card(name: str) -> None:
     """Its card's validation figures rerun (the choice among the answers is made in float32: near-ties may flip)."""
     robot, stem = name.split("/")
     network = load_pretrained(robot, stem)
-    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options.get("trunk") in ("dense", "map")
+    assert network.hypotheses == network.card.hypotheses == 4 and network.card.model_options.get("trunk") in ("cycleik", "dense", "map")
     chain = Chain(robot_by_id(robot))
     targets = make_eval_set(chain, network.card.eval_set["seed"], network.card.eval_set["size"])
     assert_true_to_card(network, chain, targets)
