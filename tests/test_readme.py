@@ -192,3 +192,36 @@ def test_results_md_hybrid_table_matches_the_ik_all_record() -> None:
         assert len(shown) == 8, robot
         expected = [f"{value:.{len(text.partition('.')[2])}f}" for text, value in zip(shown, _ik_all_hybrid_figures(robot))]
         assert shown == expected, robot
+
+
+def test_readme_single_target_against_trac_ik_matches_the_record() -> None:
+    """The README's "0.xx–0.yy× TRAC-IK's median" is the record's range, and the cold HarmoAtt-IK-seeded
+    single-target solve stays at or below half of TRAC-IK's median on every robot where TRAC-IK works."""
+    ratios = json.loads((_RECORDS / "single_target_peers" / "peers_all.json").read_text())["cold_single_target_over_trac_ik"]
+    assert len(ratios) >= 6 and max(ratios.values()) <= 0.5
+    shown = re.search(r"(\d\.\d\d)–(\d\.\d\d)× TRAC-IK's median", README)
+    assert shown is not None
+    assert [shown.group(1), shown.group(2)] == [f"{min(ratios.values()):.2f}", f"{max(ratios.values()):.2f}"]
+
+
+def _one_target_row(robot: str) -> list[str]:
+    """results.md's one-target row for a robot, as the record gives it: cold HarmoAtt-IK median / p95, cold mlp_seed,
+    warm, no network, TRAC-IK, optik-py (a solver that solves nothing: "fails every target")."""
+    rows = {row["solver"]: row for row in json.loads((_RECORDS / "single_target_peers" / "peers_all.json").read_text())["peers"][robot]}
+
+    def median(solver: str) -> str:
+        return "fails every target" if rows[solver]["success_5mm_2deg"] == 0 else f"{rows[solver]['median_ms']:.3f}"
+
+    seeded = rows["hik_sim single-target (harmoatt_4answers seed → LM)"]
+    return [robot, f"{seeded['median_ms']:.3f} / {seeded['p95_ms']:.3f}", median("hik_sim single-target (mlp_seed seed → LM)"),
+            median("hik_sim single-target, warm start (tracking)"), median("hik_sim single-target, no network (home → LM → random restarts)"),
+            median("TRAC-IK (pytracik, Speed, 5 ms)"), median("optik-py")]
+
+
+def test_results_md_one_target_table_matches_the_peers_record() -> None:
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = page.split("## One target per call", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
+            if re.match(r"\| (irb120|panda|talos|romeo|icub|g1|jvrc1) \|", line)]
+    assert [row[0] for row in rows] == ["irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"]
+    assert rows == [_one_target_row(row[0]) for row in rows]
