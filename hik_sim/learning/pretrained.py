@@ -71,10 +71,9 @@ def hybrid_seed_name(robot: str) -> str:
     ``harmoatt_4answers`` on every robot, the 148 k four-answer networks, whose first good answer sits on the right
     IK branch more often and whose other answers serve as the first restarts. On the hybrid table's 5,000 targets a
     robot (``python benchmarks/ik_bench.py --all``, benchmarks/results/ik_all.md), evaluations a target against the
-    one-answer ``harmoatt``'s: IRB120 7.8 / 13.7, Panda 11.7 / 19.6, TALOS 6.4 / 12.2, Romeo 6.9 / 8.7, G1 11.3 /
-    15.3, JVRC-1 6.1 / 9.5; the iCub 6.2 / 6.1, the same within noise, in less time (0.009 against 0.014 ms a
-    target) for a network under a quarter the size. Every target solved with it (Romeo's ``harmoatt`` seed leaves
-    1 of 5,000). A robot without a shipped
+    one-answer ``harmoatt``'s: IRB120 7.8 / 13.8, Panda 10.9 / 19.7, TALOS 6.3 / 12.2, Romeo 6.2 / 8.5, iCub 5.2 /
+    6.1, G1 11.4 / 15.5, JVRC-1 6.1 / 9.4, in 0.009–0.017 against 0.018–0.031 ms a target, for a network under a
+    quarter the size. Every target solved with either seed. A robot without a shipped
     ``harmoatt_4answers`` (a user's URDF) uses ``harmoatt``.
     """
     return HYBRID_SEEDS.get(robot, "harmoatt")
@@ -113,8 +112,9 @@ def single_target_seed_name(robot: str) -> str:
     controller is HarmoAtt-IK + LM. One target at a time the seed's forward pass is paid by that one target; the
     148 k-weight four-answer networks answer a pose in tens of µs on one thread (compiled), and the cold single-target
     solve stays under half of TRAC-IK's median on every robot (``benchmarks/ik_bench.py --all``, docs/results.md).
-    The small ``mlp_seed`` MLP (~35 k weights, shipped beside it) is a few µs faster a call and stays available by
-    name: ``make_solver("hybrid", robot, network="mlp_seed")``.
+    The small ``mlp_seed`` MLP (~35 k weights, shipped beside it) makes the cold solve about 30 µs faster in the median
+    (0.041–0.047 against 0.074–0.079 ms, benchmarks/results/single_target_peers) and stays available by name:
+    ``make_solver("hybrid", robot, network="mlp_seed")``.
     """
     return hybrid_seed_name(robot)
 
