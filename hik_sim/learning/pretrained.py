@@ -136,11 +136,12 @@ def closed_loop_extra_names(robot: str) -> tuple[str, ...]:
     closed-loop network's misses are wrong branches that the corrections do not leave, the map network's near
     ones that they close), then its ``mlp_seed``: where all four answers of the four-answer network miss, the
     small MLP's often does not. Chosen on validation episodes (``python benchmarks/closed_loop_networks.py``,
-    Reach and Track seeds from 1000; the test episodes are others): with ``mlp_seed`` the Panda holds 95 % of
-    Reach goals against 85 % and tracks the figure-eight at 2.1 mm RMS against 53.9 mm (a branch jump of
-    547 mm), the JVRC-1's largest Track error is 5.8 mm against 40.0; the other robots stay level (the G1's
-    Track RMS 2.25 against 1.97 mm). The one-answer ``harmoatt`` (a checkout's) in its place does not
-    remove the Panda's jump.
+    Reach and Track seeds from 1000; the test episodes are others): with ``mlp_seed`` the Panda holds 93 % of
+    Reach goals against 83 % and tracks the figure-eight at 6.7 mm RMS against 96.8 mm (its largest error 104
+    against 877 mm: branch jumps), the JVRC-1's largest Track error is 5.8 mm against 40.0, TALOS and Romeo hold
+    every Reach goal against 98 and 99 %; it costs Romeo and the G1 about 0.3 mm of Track RMS (1.78 against
+    1.50, 2.43 against 2.11 mm). The one-answer ``harmoatt`` (a checkout's) in its place does not remove the
+    Panda's jumps.
     """
     main = closed_loop_network_name(robot)
     names = (hybrid_fallback_name(robot), "mlp_seed" if _find(robot, "mlp_seed") is not None else None)
