@@ -48,10 +48,11 @@ class SingleTargetPlan:
             :class:`~hik_sim.solvers.pose_table.PoseTable`'s nearest configurations (``table_size`` entries, built with the
             solver; searched only for a target that gets there; not flipped), in restarts' places, as :class:`HybridIK`
             does (0: none). Measured (``benchmarks/single_target_table.py``: 3,000 targets a robot, seed
-            2030, each robot's ``mlp_seed``), the default (4 table seeds, no flips) against no table, with
-            flips: the IRB120 12.4 against 20.8 evaluations a target, p99 latency 0.23 against 0.47 ms, max 1.05
-            against 2.17, mean 0.052 against 0.057, median 0.034 against 0.032; the Panda, TALOS and the G1 p99 0.24,
-            0.24, 0.23 against 0.49, 0.41, 0.53 ms; every target solved.
+            2030, each robot's HarmoAtt-IK seed), the default (4 table seeds, no flips) against no table, with
+            flips: the IRB120 13.0 against 24.2 evaluations a target, p99 latency 0.38 against 0.90 ms, max 1.65
+            against 3.92, every target solved against 2,999 of 3,000; the Panda and the G1 p99 0.36 and 0.32
+            against 0.47 and 0.50 ms; the other robots within 0.03 ms; the most evaluations a target lower on
+            every robot.
 
     Raises:
         SolverError: ``max_iterations`` < 0, ``rotation_weight`` not positive, ``restarts`` < 0 or ``table_seeds`` < 0.
