@@ -52,7 +52,7 @@ class SingleTargetPlan:
             flips: the IRB120 13.0 against 24.2 evaluations a target, p99 latency 0.38 against 0.90 ms, max 1.65
             against 3.92, every target solved against 2,999 of 3,000; the Panda and the G1 p99 0.36 and 0.32
             against 0.47 and 0.50 ms; the other robots within 0.03 ms; the most evaluations a target lower on
-            every robot.
+            every robot but the iCub (the same).
 
     Raises:
         SolverError: ``max_iterations`` < 0, ``rotation_weight`` not positive, ``restarts`` < 0 or ``table_seeds`` < 0.
