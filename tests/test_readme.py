@@ -225,3 +225,21 @@ def test_results_md_one_target_table_matches_the_peers_record() -> None:
             if re.match(r"\| (irb120|panda|talos|romeo|icub|g1|jvrc1) \|", line)]
     assert [row[0] for row in rows] == ["irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"]
     assert rows == [_one_target_row(row[0]) for row in rows]
+
+
+def test_networks_md_closed_loop_table_matches_the_closed_loop_record() -> None:
+    """networks.md's closed-loop table: open loop, five corrections and the policy's success, the policy's FK per target
+    and ms per 1,000 targets, each the closed_loop record's row at the rounding shown."""
+    rows = json.loads((_RECORDS / "closed_loop.json").read_text())["rows"]
+    page = (ROOT / "docs" / "networks.md").read_text(encoding="utf-8")
+    shown = [[cell.strip() for cell in line.strip("|").split("|")] for line in page.splitlines()
+             if re.match(r"\| (irb120|panda|talos|romeo|icub|g1|jvrc1) \| [\d.]+ % \| [\d.]+ % \| [\d.]+ % \|", line)]
+    assert [row[0] for row in shown] == ["irb120", "panda", "talos", "romeo", "icub", "g1", "jvrc1"]
+    for robot, *cells in shown:
+        mine = [r for r in rows if r["robot"] == robot and r["branches"] == 1]
+        open_loop = next(r for r in mine if r["corrections"] == 0 and r["network"] == "harmoatt_4answers")
+        corrected = next(r for r in mine if r["corrections"] == 5 and r["network"] == "harmoatt_4answers")
+        policy = next(r for r in mine if r["corrections"] == 5 and "+" in r["network"] and r["network"].endswith("turned"))
+        expected = [f"{100 * open_loop['success_5mm_2deg']:.1f} %", f"{100 * corrected['success_5mm_2deg']:.1f} %",
+                    f"{100 * policy['success_5mm_2deg']:.1f} %", f"{policy['fk_per_target']:.2f}", f"{policy['ms_per_1000']:.0f}"]
+        assert cells == expected, robot
